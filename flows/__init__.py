@@ -1,0 +1,29 @@
+"""Prefect flows of the index builder, and the ``laminae`` command line.
+
+Importing this package sets quiet, offline Prefect defaults (each only if not already set):
+a ``PREFECT_HOME`` inside laminae's cache, no telemetry, a generous ephemeral-server start-up
+timeout, and laminae's loggers forwarded into Prefect's run logs.
+"""
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """Where laminae keeps caches (Prefect's home, model caches): ``$LAMINAE_CACHE_DIR`` or ~/.cache/laminae."""
+    return Path(os.environ.get("LAMINAE_CACHE_DIR") or Path.home() / ".cache" / "laminae")
+
+
+for _key, _value in {
+    "PREFECT_HOME": str(cache_dir() / "prefect"),
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_LOGGING_EXTRA_LOGGERS": "laminae",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}.items():
+    os.environ.setdefault(_key, _value)
+# Prefect's ephemeral server cannot create its SQLite file in a folder that does not exist.
+Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)

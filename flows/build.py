@@ -1,0 +1,157 @@
+"""The ``build_index`` Prefect flow: seeds → crawl → batches of (parse, images, embed, write) → links → publish.
+
+Reads a seeds file and the settings; writes every table of the index directory, the run's row
+in ``runs`` and a new manifest. Runs on Prefect's ephemeral local API when no server is set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from laminae.stats import table_stats
+from schemas.tables import TABLES
+from tasks.config import BuildSettings
+from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
+from tasks.edges import resolve_links
+from tasks.embed import TextEmbedder
+from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch
+from tasks.rawstore import RawStore
+from tasks.seeds import Seed, read_seeds
+from tasks.write import IndexStore
+
+log = logging.getLogger("laminae.build")
+
+
+@task(name="crawl-pages", cache_policy=NO_CACHE)
+def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings) -> list[FetchResult]:
+    started = time.perf_counter()
+    done = Counter()
+
+    def progress(res: FetchResult) -> None:
+        done["ok" if res.ok else "failed"] += 1
+        total = done.total()
+        if total % 50 == 0:
+            log.info("crawl: %d pages fetched (%d failed)", total, done["failed"])
+
+    results = crawl(seeds, settings.crawl, RawStore(index), on_result=progress)
+    log.info("crawl: %d fetched, %d failed in %.1f s", done["ok"], done["failed"], time.perf_counter() - started)
+    return results
+
+
+@task(name="prepare-index", cache_policy=NO_CACHE)
+def prepare_index(index: str, settings: BuildSettings) -> dict:
+    embedder = TextEmbedder(settings.embed)
+    IndexStore(index).prepare(embedder.info.as_metadata())
+    return {**embedder.info.as_metadata(), "device": embedder.device}
+
+
+@task(name="index-batch", cache_policy=NO_CACHE)
+def index_documents(batch: list[FetchResult], index: str, settings: BuildSettings, run_id: str,
+                    seed_hosts: set[str], seen: set[str]) -> BatchReport:
+    report = index_batch(batch, index, settings, run_id, seed_hosts, seen=seen)
+    IndexStore(index).append("errors", report.errors)
+    return report
+
+
+@task(name="resolve-links", cache_policy=NO_CACHE)
+def resolve_link_edges(index: str) -> dict:
+    return resolve_links(IndexStore(index))
+
+
+def _status(indexed: int, errors: list[dict]) -> str:
+    hard = [e for e in errors if e["severity"] == "error"]
+    if not hard:
+        return "success"
+    return "partial" if indexed else "failure"
+
+
+@flow(name="build-index", log_prints=True)
+def build_index(seeds: str, index: str, follow_links: int | None = None, settings: dict | None = None) -> dict:
+    """Build (or update) the index at ``index`` from the seeds file ``seeds``; returns the run summary."""
+    cfg = BuildSettings(**(settings or {}))
+    if follow_links is not None:
+        cfg.crawl.follow_links = follow_links
+    return run_build(read_seeds(seeds), index, cfg)
+
+
+def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
+    """The body of ``build_index`` (called inside a flow run)."""
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    started_at = datetime.now(UTC)
+    t0 = time.perf_counter()
+    seconds: Counter[str] = Counter()
+
+    tick = time.perf_counter()
+    embedder = prepare_index(index, cfg)
+    seconds["load_model"] += time.perf_counter() - tick
+    log.info("run %s: %d seeds → %s (embedder %s on %s)", run_id, len(seed_list), index,
+             embedder["model_id"], embedder["device"])
+
+    tick = time.perf_counter()
+    results = crawl_pages(seed_list, index, cfg)
+    seconds["crawl"] += time.perf_counter() - tick
+    store = IndexStore(index)
+    errors = crawl_errors(results, run_id)
+    store.append("errors", errors)
+    failed_fetches = [r for r in results if not r.ok or r.content_type not in PAGE_TYPES]
+    store.upsert("fetches", [fetch_row(r, run_id) for r in failed_fetches])
+
+    pages = [r for r in results if r.ok and r.content_type in PAGE_TYPES]
+    seed_hosts = {host_of(s.url) for s in seed_list}
+    size = cfg.batch_documents
+    batches = [pages[i : i + size] for i in range(0, len(pages), size)]
+    seen: set[str] = set()
+    totals: Counter[str] = Counter()
+    for number, batch in enumerate(batches, 1):
+        tick = time.perf_counter()
+        report = index_documents(batch, index, cfg, run_id, seed_hosts, seen)
+        errors.extend(report.errors)
+        seconds.update(report.seconds)
+        totals.update({"indexed": report.documents, "embedded": report.embedded, "reused": report.reused})
+        log.info("batch %d/%d: %d documents, %d nodes embedded, %d reused (%.1f s)", number, len(batches),
+                 report.documents, report.embedded, report.reused, time.perf_counter() - tick)
+
+    tick = time.perf_counter()
+    links = resolve_link_edges(index)
+    seconds["resolve_links"] += time.perf_counter() - tick
+
+    status = _status(totals["indexed"], errors)
+    stats = table_stats({name: store.table(name) for name in TABLES})
+    stats.pop("errors_by_stage")
+    errors_by_stage = Counter(f"{e['stage']}:{e['reason']}" for e in errors if e["severity"] == "error")
+    warnings_by_stage = Counter(f"{e['stage']}:{e['reason']}" for e in errors if e["severity"] == "warning")
+    seconds["total"] = time.perf_counter() - t0
+    summary = {
+        "run_id": run_id,
+        "status": status,
+        "seeds": len(seed_list),
+        "pages_fetched": len(results),
+        "pages_failed": len(failed_fetches),
+        "documents_indexed": totals["indexed"],
+        "embedded": totals["embedded"],
+        "reused_vectors": totals["reused"],
+        "links": links,
+        "counts": stats,
+        "errors_by_stage": dict(errors_by_stage),
+        "warnings_by_stage": dict(warnings_by_stage),
+        "seconds_by_stage": {k: round(v, 3) for k, v in seconds.items()},
+        "embedder": embedder,
+    }
+    version = store.latest_manifest_version() + 1 if status != "failure" else None
+    store.append("runs", [{
+        "id": run_id, "flow": "build", "status": status, "started_at": started_at,
+        "finished_at": datetime.now(UTC), "config_hash": cfg.config_hash(),
+        "manifest_version": version, "summary": json.dumps(summary, default=str),
+    }])
+    if status != "failure":
+        summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": cfg.config_hash()})
+    log.info("run %s %s: %s", run_id, status, json.dumps(summary, default=str))
+    return summary

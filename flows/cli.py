@@ -1,0 +1,193 @@
+"""The ``laminae`` command line: build, stats, demo.
+
+Reads command-line options, ``LAMINAE_*`` environment variables and a seeds file; writes the
+index directory (build, demo) and prints a summary. Exit status: 0 success or partial success
+(``--strict`` makes partial 1), 1 failure, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+import flows  # noqa: F401 - sets Prefect's quiet offline defaults before Prefect is imported
+
+
+def _print_stats(stats: dict, out=sys.stdout) -> None:
+    print(f"documents       {stats['documents']}", file=out)
+    for layer in ("components", "subcomponents", "edges"):
+        parts = ", ".join(f"{k} {v}" for k, v in stats[layer].items())
+        print(f"{layer:<15} {sum(stats[layer].values())} ({parts})", file=out)
+    print(f"links_to        {stats['links_to_resolved']} resolved in corpus, "
+          f"{stats['links_to_unresolved']} to pages outside it", file=out)
+    if stats.get("errors_by_stage"):
+        print("errors          " + ", ".join(f"{k} {v}" for k, v in stats["errors_by_stage"].items()), file=out)
+    emb = stats.get("embedder") or {}
+    if emb:
+        print(f"embedder        {emb.get('model_id')} ({emb.get('dim')}-d, images: {emb.get('image_mode')})", file=out)
+    run = stats.get("last_run") or {}
+    if run:
+        secs = run.get("seconds_by_stage", {})
+        print(f"last run        {run.get('run_id')}: {run.get('status')}, {run.get('documents_indexed')} documents, "
+              f"{run.get('embedded')} embedded, {secs.get('total', 0):.1f} s", file=out)
+        if secs:
+            print("seconds         " + ", ".join(f"{k} {v:.2f}" for k, v in secs.items() if k != "total"), file=out)
+
+
+def _settings(args: argparse.Namespace) -> dict:
+    crawl: dict = {}
+    if args.no_robots:
+        crawl["respect_robots"] = False
+    if args.allow_host:
+        crawl["allow_hosts"] = args.allow_host
+    if args.delay is not None:
+        crawl["per_host_delay"] = args.delay
+    if args.concurrency is not None:
+        crawl["per_host_concurrency"] = args.concurrency
+    embed: dict = {}
+    if args.model:
+        embed["model"] = args.model
+    if args.device:
+        embed["device"] = args.device
+    if args.threads is not None:
+        embed["threads"] = args.threads
+    settings: dict = {}
+    if crawl:
+        settings["crawl"] = crawl
+    if embed:
+        settings["embed"] = embed
+    if args.batch_documents:
+        settings["batch_documents"] = args.batch_documents
+    return settings
+
+
+def _merged_settings(overrides: dict):
+    """Environment settings with command-line overrides on top, validated now (not mid-run)."""
+    from tasks.config import BuildSettings
+
+    base = BuildSettings().model_dump()
+    for key, value in overrides.items():
+        if isinstance(value, dict):
+            base[key].update(value)
+        else:
+            base[key] = value
+    return BuildSettings(**base)
+
+
+def _run_build(seeds: str, index: str, follow_links: int, overrides: dict) -> dict:
+    from flows.build import build_index
+
+    settings = _merged_settings(overrides)
+    return build_index(seeds=seeds, index=index, follow_links=follow_links, settings=settings.model_dump())
+
+
+def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
+    import laminae
+
+    status = summary["status"]
+    if status == "failure":
+        print(f"build failed: no document could be indexed; errors: {summary['errors_by_stage']}", file=sys.stderr)
+        return 1
+    stats = laminae.open(index).stats()
+    if getattr(args, "json", False):
+        print(json.dumps(stats, indent=2, default=str))
+    else:
+        print(f"index {index} (manifest {stats['manifest_version']}): {status}")
+        _print_stats(stats)
+    return 1 if status == "partial" and getattr(args, "strict", False) else 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    summary = _run_build(args.seeds, args.index, args.follow_links, _settings(args))
+    return _finish(summary, args.index, args)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    import laminae
+
+    try:
+        stats = laminae.open(args.index, version=args.version).stats()
+    except laminae.IndexOpenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(stats, indent=2, default=str))
+    else:
+        _print_stats(stats)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from flows.demo import SiteServer
+
+    index = args.index or str(Path(tempfile.gettempdir()) / "laminae-demo-index")
+    with SiteServer() as site, tempfile.TemporaryDirectory() as tmp:
+        seeds = Path(tmp) / "seeds.txt"
+        seeds.write_text("\n".join(site.seeds()) + "\n")
+        print(f"serving examples/site at {site.base_url}; building {index}", file=sys.stderr)
+        overrides = _settings(args)
+        overrides.setdefault("crawl", {})["respect_robots"] = True
+        summary = _run_build(str(seeds), index, args.follow_links, overrides)
+    return _finish(summary, index, args)
+
+
+def _add_build_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--follow-links", type=int, default=0, metavar="N",
+                   help="also fetch in-scope pages linked from the seeds, N links deep (default 0)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="a host besides the seeds' hosts that may be fetched (repeatable)")
+    p.add_argument("--no-robots", action="store_true", help="ignore robots.txt (only for your own sites)")
+    p.add_argument("--delay", type=float, help="seconds between requests to one host")
+    p.add_argument("--concurrency", type=int, help="requests in flight per host (default 4)")
+    p.add_argument("--model", help="sentence-transformers model id or local path (default: bundled MiniLM)")
+    p.add_argument("--device", help="auto | cpu | cuda | cuda:N (default auto)")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--batch-documents", type=int, help="documents per pipeline batch (default 64)")
+    p.add_argument("--json", action="store_true", help="print the stats as JSON")
+    p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="laminae", description=__doc__.split("\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build", help="crawl the seeds and build or update an index")
+    p.add_argument("--seeds", required=True, help="file of URLs, one per line, or JSONL with a url field")
+    p.add_argument("--index", required=True, help="index directory (created if missing)")
+    _add_build_options(p)
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("stats", help="print an index's counts")
+    p.add_argument("--index", required=True)
+    p.add_argument("--version", type=int, help="manifest version (default: latest)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("demo", help="serve the bundled sample site on 127.0.0.1 and index it")
+    p.add_argument("--index", help="index directory (default: <tmp>/laminae-demo-index)")
+    _add_build_options(p)
+    p.set_defaults(func=cmd_demo)
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    from pydantic import ValidationError
+
+    from tasks.seeds import SeedsError
+
+    try:
+        return args.func(args)
+    except (SeedsError, ValidationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

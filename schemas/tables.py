@@ -1,0 +1,181 @@
+"""Arrow schemas of every laminae table, declared once: the contract between builder and reader.
+
+Reads and writes nothing. Node tables (documents, components, subcomponents) share ``id``,
+``kind``, ``text`` and ``vector``; child rows add ``document_id`` and ``parent_id``. Vectors are
+``fixed_size_list<float32>[dim]`` where ``dim`` is the embedder's dimension.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+NODE_TABLES = ("documents", "components", "subcomponents")
+TABLES = (*NODE_TABLES, "edges", "fetches", "errors", "runs")
+LAYERS = {"documents": 0, "components": 1, "subcomponents": 2}
+
+COMPONENT_KINDS = ("paragraph", "table", "image")
+SUBCOMPONENT_KINDS = ("sentence", "row", "object")
+EDGE_KINDS = ("contains", "links_to")
+
+
+def vector_type(dim: int) -> pa.DataType:
+    if dim <= 0:
+        raise ValueError(f"vector dimension must be positive, got {dim}")
+    return pa.list_(pa.field("item", pa.float32()), dim)
+
+
+def documents_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),  # html | pdf
+            pa.field("url", pa.string(), nullable=False),  # the seed or link URL it was fetched by
+            pa.field("final_url", pa.string()),  # after redirects
+            pa.field("canonical_url", pa.string()),  # <link rel=canonical>, else final_url
+            pa.field("title", pa.string()),
+            pa.field("summary", pa.string()),
+            pa.field("text", pa.string()),  # what layer 0 embeds: title + summary (or lead text)
+            pa.field("annotations", pa.string()),  # JSON object from the seeds file
+            pa.field("content_type", pa.string()),
+            pa.field("content_hash", pa.string()),  # sha256 of the raw body
+            pa.field("raw_key", pa.string()),  # key of the raw body in the index's raw store
+            pa.field("n_components", pa.int32()),
+            pa.field("n_subcomponents", pa.int32()),
+            pa.field("warnings", pa.list_(pa.string())),
+            pa.field("vector", vector_type(dim)),
+        ]
+    )
+
+
+def components_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("document_id", pa.string(), nullable=False),
+            pa.field("parent_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),  # paragraph | table | image
+            pa.field("ordinal", pa.int32(), nullable=False),  # position in the document
+            pa.field("section_path", pa.list_(pa.string())),  # heading hierarchy above it
+            pa.field("text", pa.string()),  # paragraph text; linearized table; image text proxy
+            pa.field("content_hash", pa.string()),  # of what was embedded
+            # tables
+            pa.field("caption", pa.string()),  # table caption or image caption
+            pa.field("table_kind", pa.string()),  # data | infobox
+            pa.field("table_header", pa.list_(pa.string())),  # one label per column
+            pa.field("table_rows", pa.list_(pa.list_(pa.string()))),
+            # images
+            pa.field("image_url", pa.string()),
+            pa.field("image_alt", pa.string()),
+            pa.field("image_key", pa.string()),  # raw-store key of the image bytes, null if not fetched
+            pa.field("image_mime", pa.string()),
+            pa.field("image_width", pa.int32()),
+            pa.field("image_height", pa.int32()),
+            # provenance (PDF)
+            pa.field("page", pa.int32()),
+            pa.field("bbox", pa.list_(pa.float32())),
+            pa.field("vector", vector_type(dim)),
+        ]
+    )
+
+
+def subcomponents_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("document_id", pa.string(), nullable=False),
+            pa.field("parent_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),  # sentence | row | object
+            pa.field("ordinal", pa.int32(), nullable=False),  # position within the parent
+            pa.field("text", pa.string()),  # sentence; "header: cell | header: cell"; object proxy
+            pa.field("content_hash", pa.string()),
+            # sentences: [char_start, char_end) into the parent's text
+            pa.field("char_start", pa.int32()),
+            pa.field("char_end", pa.int32()),
+            # rows: the header labels and this row's cells, aligned
+            pa.field("header", pa.list_(pa.string())),
+            pa.field("cells", pa.list_(pa.string())),
+            # objects
+            pa.field("label", pa.string()),
+            pa.field("score", pa.float32()),
+            pa.field("bbox", pa.list_(pa.float32())),  # x0, y0, x1, y1 in pixels
+            pa.field("bbox_norm", pa.list_(pa.float32())),  # the same, divided by width/height
+            pa.field("vector", vector_type(dim)),
+        ]
+    )
+
+
+EDGES = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),  # contains | links_to
+        pa.field("src_id", pa.string(), nullable=False),
+        pa.field("src_layer", pa.int8(), nullable=False),
+        pa.field("dst_id", pa.string(), nullable=False),  # for links: the target document's id
+        pa.field("document_id", pa.string(), nullable=False),  # the owner, for scoped deletes
+        pa.field("anchor_text", pa.string()),
+        pa.field("target_url", pa.string()),  # raw (absolute) link target
+        pa.field("target_id", pa.string()),  # document id of target_url itself, before resolution
+        pa.field("resolved", pa.bool_()),  # dst_id is a document of this index
+    ]
+)
+
+FETCHES = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),  # digest of the normalized requested URL
+        pa.field("url", pa.string(), nullable=False),
+        pa.field("final_url", pa.string()),
+        pa.field("redirects", pa.list_(pa.string())),
+        pa.field("status", pa.int32()),
+        pa.field("content_type", pa.string()),
+        pa.field("etag", pa.string()),
+        pa.field("last_modified", pa.string()),
+        pa.field("content_hash", pa.string()),
+        pa.field("raw_key", pa.string()),
+        pa.field("size", pa.int64()),
+        pa.field("fetched_at", pa.timestamp("us", tz="UTC")),
+        pa.field("run_id", pa.string()),
+        pa.field("error", pa.string()),
+    ]
+)
+
+ERRORS = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("url", pa.string()),  # the input that failed
+        pa.field("document_id", pa.string()),
+        pa.field("stage", pa.string(), nullable=False),  # crawl | parse | image | embed | write ...
+        pa.field("severity", pa.string(), nullable=False),  # error | warning
+        pa.field("reason", pa.string(), nullable=False),  # short machine-readable cause
+        pa.field("message", pa.string()),
+        pa.field("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+RUNS = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("flow", pa.string(), nullable=False),  # build | refresh
+        pa.field("status", pa.string(), nullable=False),  # success | partial | failure
+        pa.field("started_at", pa.timestamp("us", tz="UTC")),
+        pa.field("finished_at", pa.timestamp("us", tz="UTC")),
+        pa.field("config_hash", pa.string()),
+        pa.field("manifest_version", pa.int64()),
+        pa.field("summary", pa.string()),  # JSON: counts, errors by stage, seconds by stage
+    ]
+)
+
+
+def table_schemas(dim: int) -> dict[str, pa.Schema]:
+    """Every table's schema for an index whose vectors have ``dim`` dimensions."""
+    return {
+        "documents": documents_schema(dim),
+        "components": components_schema(dim),
+        "subcomponents": subcomponents_schema(dim),
+        "edges": EDGES,
+        "fetches": FETCHES,
+        "errors": ERRORS,
+        "runs": RUNS,
+    }

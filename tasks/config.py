@@ -1,0 +1,87 @@
+"""Build settings: one settings object (env prefix ``LAMINAE_``) made of small per-stage configs.
+
+Reads environment variables (``LAMINAE_CRAWL__TIMEOUT_READ=5``) and keyword arguments; writes
+nothing. Invalid values fail at construction with the allowed values in the message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class CrawlConfig(BaseModel):
+    """How pages and images are fetched."""
+
+    user_agent: str = Field("laminae/0.1 (+https://github.com/laminae)", description="User-Agent header.")
+    per_host_concurrency: int = Field(4, ge=1, le=64, description="Requests in flight per host.")
+    per_host_delay: float = Field(0.0, ge=0, description="Seconds between requests to one host.")
+    total_concurrency: int = Field(32, ge=1, le=512, description="Requests in flight overall.")
+    respect_robots: bool = Field(True, description="Honour robots.txt (switch off only for your own sites).")
+    max_redirects: int = Field(5, ge=0, le=30, description="Redirects followed before giving up.")
+    timeout_connect: float = Field(5.0, gt=0, description="Connect timeout, seconds.")
+    timeout_read: float = Field(20.0, gt=0, description="Read timeout (between bytes), seconds.")
+    timeout_total: float = Field(60.0, gt=0, description="Whole-request deadline (slow drips), seconds.")
+    max_body_bytes: int = Field(20_000_000, ge=1024, description="Larger pages are dropped with an error.")
+    max_image_bytes: int = Field(20_000_000, ge=1024, description="Larger images are dropped with an error.")
+    retries: int = Field(2, ge=0, le=10, description="Retries on transient errors (timeouts, 429, 5xx).")
+    backoff: float = Field(0.5, ge=0, description="First retry delay, seconds; doubles each retry.")
+    follow_links: int = Field(0, ge=0, le=10, description="Follow in-scope links to this depth.")
+    allow_hosts: list[str] = Field(
+        default_factory=list, description="Hosts besides the seeds' that may be fetched."
+    )
+    fetch_images: bool = Field(True, description="Fetch images referenced by pages.")
+    max_pages: int = Field(100_000, ge=1, description="Stop following links after this many pages.")
+
+
+class ParseConfig(BaseModel):
+    """How pages become components and subcomponents."""
+
+    min_paragraph_chars: int = Field(1, ge=0, description="Shorter paragraphs are dropped.")
+    min_image_side: int = Field(24, ge=0, description="Images declared smaller than this are decorative.")
+    lead_chars: int = Field(1000, ge=0, description="Characters of lead text in a document's text.")
+    language: str = Field("en", description="pysbd language code for sentence splitting.")
+
+
+class EmbedConfig(BaseModel):
+    """Which model embeds the nodes and how."""
+
+    model: str | None = Field(
+        None,
+        description="sentence-transformers model id or local path; default: the bundled all-MiniLM-L6-v2.",
+    )
+    device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
+    batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 64 on CPU, 256 on GPU.")
+    threads: int = Field(0, ge=0, description="torch CPU threads; 0 leaves torch's default.")
+    max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")
+
+    @field_validator("device")
+    @classmethod
+    def _check_device(cls, value: str) -> str:
+        ok = value in ("auto", "cpu", "cuda") or (
+            value.startswith("cuda:") and value[5:].isdigit()
+        )
+        if not ok:
+            raise ValueError(f"device must be one of auto, cpu, cuda, cuda:N; got {value!r}")
+        return value
+
+
+class BuildSettings(BaseSettings):
+    """Everything a build needs besides its seeds and index location."""
+
+    model_config = SettingsConfigDict(env_prefix="LAMINAE_", env_nested_delimiter="__", extra="forbid")
+
+    crawl: CrawlConfig = Field(default_factory=CrawlConfig)
+    parse: ParseConfig = Field(default_factory=ParseConfig)
+    embed: EmbedConfig = Field(default_factory=EmbedConfig)
+    batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task).")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    def config_hash(self) -> str:
+        """Hash of the settings that change what is indexed (not how fast)."""
+        relevant = {"parse": self.parse.model_dump(), "embed_model": self.embed.model}
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,46 @@
+"""Explode: a table → one row segment per data row, kept with its header (LILaC t_i = [T_0; T_i]).
+
+Reads a table component (header labels, rows of cells, caption, kind); writes nothing. The text
+form of a data-table row is ``header: cell | header: cell``; of an infobox row ``key: value``
+prefixed by the infobox title.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RowSegment:
+    index: int  # data-row index in the table
+    text: str
+    header: list[str] | None
+    cells: list[str]
+
+
+def row_text(header: list[str] | None, cells: list[str]) -> str:
+    if not header:
+        return " | ".join(c for c in cells if c)
+    parts = []
+    for label, cell in zip(header, cells, strict=False):
+        if not cell:
+            continue
+        parts.append(f"{label}: {cell}" if label and label != cell else cell)
+    return " | ".join(parts)
+
+
+def explode_table(
+    header: list[str] | None, rows: list[list[str]], table_kind: str | None, caption: str | None
+) -> list[RowSegment]:
+    out = []
+    for i, cells in enumerate(rows):
+        if table_kind == "infobox":
+            key, value = (cells + ["", ""])[:2]
+            body = f"{key}: {value}" if key else value
+            text = f"{caption} | {body}" if caption else body
+            out.append(RowSegment(i, text, ["key", "value"], [key, value]))
+        else:
+            text = row_text(header, cells)
+            if text:
+                out.append(RowSegment(i, text, header, cells))
+    return out

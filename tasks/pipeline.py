@@ -1,0 +1,197 @@
+"""Stage runners over a batch of fetched documents: parse → split/explode/edges → images → embed → write.
+
+Reads fetch results (raw bodies from the raw store) and the index's stored vectors; writes the
+batch's documents, components, subcomponents, edges, fetches and errors into the index. Bad input
+becomes ``errors`` rows; nothing here raises for a broken page. Prefect-free: ``flows/`` wraps it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from schemas.ids import digest, document_id
+from tasks.config import BuildSettings
+from tasks.crawl import PAGE_TYPES, FetchResult
+from tasks.embed import TextEmbedder, embed_rows
+from tasks.images import attach_images
+from tasks.nodes import DocumentNodes, build_nodes
+from tasks.parse_html import ParseError, parse_html
+from tasks.rawstore import RawStore
+from tasks.write import IndexStore
+
+log = logging.getLogger("laminae.pipeline")
+
+
+@dataclass
+class StageTimes:
+    seconds: Counter[str] = field(default_factory=Counter)
+
+    @contextmanager
+    def stage(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - start
+
+
+@dataclass
+class BatchReport:
+    documents: int = 0
+    embedded: int = 0
+    reused: int = 0
+    errors: list[dict] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def error_row(run_id: str, url: str | None, stage: str, reason: str, message: str,
+              *, severity: str = "error", document: str | None = None) -> dict:
+    return {
+        "id": "x" + digest(run_id, url or "", stage, reason, message),
+        "run_id": run_id,
+        "url": url,
+        "document_id": document,
+        "stage": stage,
+        "severity": severity,
+        "reason": reason,
+        "message": message,
+        "created_at": datetime.now(UTC),
+    }
+
+
+def fetch_row(res: FetchResult, run_id: str) -> dict:
+    return {
+        "id": "f" + digest(res.url),
+        "url": res.url,
+        "final_url": res.final_url,
+        "redirects": res.redirects,
+        "status": res.status,
+        "content_type": res.content_type,
+        "etag": res.etag,
+        "last_modified": res.last_modified,
+        "content_hash": res.raw_key,
+        "raw_key": res.raw_key,
+        "size": res.size,
+        "fetched_at": res.fetched_at,
+        "run_id": run_id,
+        "error": f"{res.error}: {res.message}" if res.error else None,
+    }
+
+
+def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
+    """Error rows for pages that could not be fetched or are not pages."""
+    rows = []
+    for res in results:
+        if not res.ok:
+            rows.append(error_row(run_id, res.url, "crawl", res.error or "unknown", res.message or ""))
+        elif res.content_type not in PAGE_TYPES and not res.not_modified:
+            rows.append(error_row(run_id, res.url, "crawl", "unsupported_content_type",
+                                  f"{res.content_type} (declared {res.declared_type}) is not an HTML page; skipped"))
+    return rows
+
+
+def document_id_for(res: FetchResult, canonical: str | None) -> tuple[str, str | None]:
+    """The document id of a fetched page; a canonical URL on another host is not trusted."""
+    final = res.final_url or res.url
+    if canonical and urlsplit(canonical).hostname == urlsplit(final).hostname:
+        return document_id(canonical), None
+    warning = f"canonical_ignored: {canonical} is on another host than {final}" if canonical else None
+    return document_id(final), warning
+
+
+def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSettings, run_id: str,
+                    seen: set[str] | None = None) -> tuple[list[DocumentNodes], list[dict]]:
+    """Parse the batch's pages into node rows; a page that fails becomes an error row."""
+    docs: list[DocumentNodes] = []
+    errors: list[dict] = []
+    seen = seen if seen is not None else set()
+    for res in results:
+        if not res.ok or res.content_type not in PAGE_TYPES:
+            continue
+        try:
+            page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)
+        except ParseError as exc:
+            errors.append(error_row(run_id, res.url, "parse", "unparsable_html", str(exc)))
+            continue
+        except Exception as exc:  # a parser bug must not sink the batch: record it with the page
+            log.exception("parse of %s failed", res.url)
+            errors.append(error_row(run_id, res.url, "parse", "parser_exception", f"{type(exc).__name__}: {exc}"))
+            continue
+        doc_id, warning = document_id_for(res, page.canonical_url)
+        if warning:
+            page.warnings.append(warning)
+            page.canonical_url = None
+        if doc_id in seen:
+            errors.append(error_row(run_id, res.url, "parse", "duplicate_document",
+                                    f"same canonical URL as a page already indexed in this run ({doc_id})",
+                                    severity="warning", document=doc_id))
+            continue
+        seen.add(doc_id)
+        nodes = build_nodes(page, doc_id, res, settings.parse)
+        for warning in page.warnings:
+            reason, _, message = warning.partition(": ")
+            errors.append(error_row(run_id, res.url, "parse", reason, message or reason,
+                                    severity="warning", document=doc_id))
+        docs.append(nodes)
+    return docs, errors
+
+
+def index_batch(
+    results: list[FetchResult],
+    index_dir: str,
+    settings: BuildSettings,
+    run_id: str,
+    seed_hosts: set[str],
+    *,
+    seen: set[str] | None = None,
+) -> BatchReport:
+    """Run every stage on one batch of fetched pages and write it; returns counts and timings."""
+    times = StageTimes()
+    report = BatchReport()
+    raw = RawStore(index_dir)
+    store = IndexStore(index_dir)
+    with times.stage("parse"):
+        docs, errors = parse_documents(results, raw, settings, run_id, seen)
+    report.errors.extend(errors)
+    components = [c for d in docs for c in d.components]
+    subcomponents = [s for d in docs for s in d.subcomponents]
+    with times.stage("images"):
+        image_fetches, problems = attach_images(components, settings.crawl, raw, seed_hosts)
+        for comp, url, reason, message in problems:
+            report.errors.append(error_row(run_id, url, "image", reason, message, document=comp["document_id"]))
+    with times.stage("embed"):
+        embedder = TextEmbedder(settings.embed)
+        doc_ids = [d.document["id"] for d in docs]
+        known = store.known_vectors(doc_ids)
+        before = len(known)
+        rows = [d.document for d in docs] + components + subcomponents
+        report.embedded = embed_rows(rows, embedder, known)
+        report.reused = len(rows) - report.embedded
+        log.debug("batch: %d texts, %d embedded, %d known before", len(rows), report.embedded, before)
+    with times.stage("write"):
+        store.replace_documents(
+            {
+                "documents": [d.document for d in docs],
+                "components": components,
+                "subcomponents": subcomponents,
+                "edges": [e for d in docs for e in d.edges],
+            },
+            doc_ids,
+        )
+        store.upsert("fetches", [fetch_row(r, run_id) for r in results + image_fetches])
+    report.documents = len(docs)
+    report.counts = {
+        "documents": len(docs),
+        "components": len(components),
+        "subcomponents": len(subcomponents),
+        "edges": sum(len(d.edges) for d in docs),
+    }
+    report.seconds = dict(times.seconds)
+    return report

@@ -1,0 +1,57 @@
+"""Seeds: read a seeds file into URLs with annotations.
+
+Reads a text file with one URL per line (``#`` comments and blank lines skipped) or JSON Lines
+with a ``url`` field plus any annotations, which are kept on the document row. Writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class Seed:
+    url: str
+    annotations: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+class SeedsError(ValueError):
+    """The seeds file cannot be used; the message says which line and how to fix it."""
+
+
+def _check_url(url: str, where: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SeedsError(f"{where}: {url!r} is not an absolute http(s) URL; write it as https://host/path")
+    return url
+
+
+def read_seeds(path: str | Path) -> list[Seed]:
+    """Seeds from ``path`` in file order, duplicates removed (first annotations win)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SeedsError(f"seeds file {path} does not exist; pass --seeds with a file of URLs")
+    seeds: dict[str, Seed] = {}
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{path}:{lineno}"
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SeedsError(f"{where}: invalid JSON ({exc.msg}); one JSON object per line") from None
+            url = record.pop("url", None)
+            if not isinstance(url, str):
+                raise SeedsError(f'{where}: a JSON seed needs a "url" string field')
+            seed = Seed(_check_url(url.strip(), where), record)
+        else:
+            seed = Seed(_check_url(line, where))
+        seeds.setdefault(seed.url, seed)
+    if not seeds:
+        raise SeedsError(f"seeds file {path} holds no URLs")
+    return list(seeds.values())

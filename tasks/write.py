@@ -1,0 +1,166 @@
+"""Write: rows → LanceDB tables of one index directory, plus its metadata and manifests.
+
+Reads and writes ``<index>/`` (the LanceDB database), ``<index>/index.json`` (schema version and
+embedder) and ``<index>/_manifests/`` (one JSON per published build, ``LATEST`` pointing at the
+newest). Node and edge rows of a document are replaced together: upserts keyed by ``id`` plus a
+delete of that document's rows that the new parse no longer has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from schemas.ids import content_hash
+from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
+
+META_FILE = "index.json"
+MANIFEST_DIR = "_manifests"
+
+
+class IndexConfigError(RuntimeError):
+    """The index cannot be written as asked; the message says how to fix it."""
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _sql_list(values: list[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+class IndexStore:
+    """One index directory opened for writing."""
+
+    def __init__(self, index_dir: str | os.PathLike[str]) -> None:
+        self.root = Path(index_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.db = lancedb.connect(str(self.root))
+        self._tables: dict[str, lancedb.table.Table] = {}
+
+    # -- metadata ------------------------------------------------------------------------------
+    def metadata(self) -> dict | None:
+        path = self.root / META_FILE
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def prepare(self, embedder: dict) -> None:
+        """Create the tables (if new) for ``embedder`` ({model_id, dim, image_mode}); refuse a mix."""
+        meta = self.metadata()
+        if meta is not None:
+            if meta.get("schema_version") != SCHEMA_VERSION:
+                raise IndexConfigError(
+                    f"{self.root} has schema version {meta.get('schema_version')}, this laminae writes "
+                    f"{SCHEMA_VERSION}: build into a new --index directory"
+                )
+            old = meta["embedder"]
+            if (old["model_id"], old["dim"]) != (embedder["model_id"], embedder["dim"]):
+                raise IndexConfigError(
+                    f"{self.root} holds vectors of {old['model_id']} ({old['dim']}-d); the configured "
+                    f"embedder is {embedder['model_id']} ({embedder['dim']}-d). Vector spaces are never "
+                    "mixed: build into a new --index directory or configure the index's model"
+                )
+        else:
+            meta = {
+                "schema_version": SCHEMA_VERSION,
+                "embedder": embedder,
+                "created_at": datetime.now(UTC).isoformat(),
+            }
+            _atomic_write(self.root / META_FILE, json.dumps(meta, indent=2))
+        existing = set(self.db.table_names(limit=1000))
+        for name, schema in table_schemas(embedder["dim"]).items():
+            if name in existing:
+                self._tables[name] = self.db.open_table(name)
+            else:
+                self._tables[name] = self.db.create_table(name, schema=schema, exist_ok=True)
+
+    def table(self, name: str):
+        if name not in self._tables:
+            if name not in TABLES:
+                raise KeyError(f"unknown table {name!r}; tables are {', '.join(TABLES)}")
+            self._tables[name] = self.db.open_table(name)
+        return self._tables[name]
+
+    # -- reads ---------------------------------------------------------------------------------
+    def known_vectors(self, document_ids: list[str]) -> dict[str, np.ndarray]:
+        """Text hash → stored vector for every node of these documents (reused, not re-embedded)."""
+        known: dict[str, np.ndarray] = {}
+        if not document_ids:
+            return known
+        ids = _sql_list(document_ids)
+        for name in NODE_TABLES:
+            column = "id" if name == "documents" else "document_id"
+            tbl = self.table(name)
+            if tbl.count_rows() == 0:
+                continue
+            data = tbl.search().where(f"{column} IN ({ids})").select(["text", "vector"]).limit(None).to_arrow()
+            texts = data.column("text").to_pylist()
+            vectors = data.column("vector").combine_chunks().flatten().to_numpy().reshape(len(texts), -1)
+            for text, vec in zip(texts, vectors, strict=True):
+                known[content_hash(text or "")] = vec
+        return known
+
+    # -- writes --------------------------------------------------------------------------------
+    def replace_documents(self, batches: dict[str, list[dict]], document_ids: list[str]) -> None:
+        """Upsert the rows of these documents and delete their rows that are not in ``batches``.
+
+        Children are written before their documents so that a document row never points at
+        nodes that are not there yet.
+        """
+        scope = f"document_id IN ({_sql_list(document_ids)})"
+        for name in ("edges", "subcomponents", "components"):
+            rows = batches.get(name, [])
+            tbl = self.table(name)
+            if rows:
+                data = pa.Table.from_pylist(rows, schema=tbl.schema)
+                (tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+                 .when_not_matched_by_source_delete(scope).execute(data))
+            elif document_ids:
+                tbl.delete(scope)
+        self.upsert("documents", batches.get("documents", []))
+
+    def upsert(self, name: str, rows: list[dict]) -> None:
+        if not rows:
+            return
+        tbl = self.table(name)
+        data = pa.Table.from_pylist(rows, schema=tbl.schema)
+        tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    def append(self, name: str, rows: list[dict]) -> None:
+        if rows:
+            tbl = self.table(name)
+            tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
+
+    # -- manifests -----------------------------------------------------------------------------
+    def latest_manifest_version(self) -> int:
+        latest = self.root / MANIFEST_DIR / "LATEST"
+        return int(latest.read_text().strip()) if latest.exists() else 0
+
+    def publish(self, run_id: str, extra: dict) -> int:
+        """Write the next manifest (every table's current version) and point ``LATEST`` at it."""
+        version = self.latest_manifest_version() + 1
+        meta = self.metadata() or {}
+        manifest = {
+            "version": version,
+            "run_id": run_id,
+            "created_at": datetime.now(UTC).isoformat(),
+            "schema_version": SCHEMA_VERSION,
+            "embedder": meta.get("embedder"),
+            "tables": {name: self.table(name).version for name in TABLES},
+            **extra,
+        }
+        directory = self.root / MANIFEST_DIR
+        _atomic_write(directory / f"{version:08d}.json", json.dumps(manifest, indent=2, default=str))
+        _atomic_write(directory / "LATEST", str(version))
+        return version
