@@ -102,6 +102,9 @@ def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from tasks.seeds import read_seeds
+
+    read_seeds(args.seeds)  # fail on a bad seeds file before Prefect starts
     summary = _run_build(args.seeds, args.index, args.follow_links, _settings(args))
     return _finish(summary, args.index, args)
 
@@ -125,7 +128,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from flows.demo import SiteServer
 
     index = args.index or str(Path(tempfile.gettempdir()) / "laminae-demo-index")
-    with SiteServer() as site, tempfile.TemporaryDirectory() as tmp:
+    with SiteServer(port=args.port) as site, tempfile.TemporaryDirectory() as tmp:
         seeds = Path(tmp) / "seeds.txt"
         seeds.write_text("\n".join(site.seeds()) + "\n")
         print(f"serving examples/site at {site.base_url}; building {index}", file=sys.stderr)
@@ -170,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("demo", help="serve the bundled sample site on 127.0.0.1 and index it")
     p.add_argument("--index", help="index directory (default: <tmp>/laminae-demo-index)")
+    p.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 to serve the site on (default 8765)")
     _add_build_options(p)
     p.set_defaults(func=cmd_demo)
 

@@ -7,12 +7,15 @@ installed ultralytics package; writes nothing. Unknown paths answer 404.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+log = logging.getLogger("laminae.demo")
+DEMO_PORT = 8765  # fixed, so that re-running the demo addresses the same URLs (same document ids)
 SITE_DIR = Path(__file__).resolve().parent.parent / "examples" / "site"
 
 
@@ -44,9 +47,15 @@ class _SiteHandler(SimpleHTTPRequestHandler):
 class SiteServer:
     """Serve a folder on 127.0.0.1 on a free port in a background thread; a context manager."""
 
-    def __init__(self, directory: Path = SITE_DIR) -> None:
-        handler = type("Handler", (_SiteHandler,), {"photos": photo_dirs()})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(directory)))
+    def __init__(self, directory: Path = SITE_DIR, port: int = 0) -> None:
+        handler = partial(type("Handler", (_SiteHandler,), {"photos": photo_dirs()}), directory=str(directory))
+        try:
+            self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError:
+            if not port:
+                raise
+            log.warning("port %d is busy; serving on a free port (the index gets other document ids)", port)
+            self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.directory = directory
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -21,7 +21,7 @@ from urllib.robotparser import RobotFileParser
 
 import httpx
 
-from schemas.ids import content_hash, normalize_url
+from schemas.ids import normalize_url
 from tasks.config import CrawlConfig
 from tasks.rawstore import RawStore
 from tasks.seeds import Seed

@@ -22,9 +22,11 @@ def row_text(header: list[str] | None, cells: list[str]) -> str:
     if not header:
         return " | ".join(c for c in cells if c)
     parts = []
+    previous = None
     for label, cell in zip(header, cells, strict=False):
-        if not cell:
+        if not cell or cell == previous:  # a colspan repeats its cell: say it once
             continue
+        previous = cell
         parts.append(f"{label}: {cell}" if label and label != cell else cell)
     return " | ".join(parts)
 

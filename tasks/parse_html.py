@@ -189,9 +189,7 @@ class HtmlParser:
         """Append the text of ``el`` (and its tail) to ``tb``; images found become components."""
         tag = el.tag if isinstance(el.tag, str) else ""
         if not tag or _should_skip(el) or el in self.consumed:
-            if with_tail and tag != "" and el.tail:
-                tb.add(el.tail)
-            elif with_tail and not tag and el.tail:
+            if with_tail:
                 tb.add(el.tail)
             return
         if tag == "img":
@@ -404,22 +402,10 @@ class HtmlParser:
                 continue
             out: list[tuple[str, list[Link], bool] | None] = []
             col = 0
-
-            def fill_pending() -> None:
-                nonlocal col
-                while col in pending:
-                    left, cell = pending[col]
-                    out.append(cell)
-                    if left <= 1:
-                        del pending[col]
-                    else:
-                        pending[col] = (left - 1, cell)
-                    col += 1
-
             for td in tr:
                 if not isinstance(td.tag, str) or td.tag not in ("td", "th") or _should_skip(td):
                     continue
-                fill_pending()
+                col = _fill_spanned(out, col, pending)
                 tb = TextBuilder()
                 self.inline(td, tb, with_tail=False, nested_tables=nested)
                 text, links = tb.finish()
@@ -431,7 +417,7 @@ class HtmlParser:
                     if rowspan > 1:
                         pending[col] = (rowspan - 1, (text, [], td.tag == "th"))
                     col += 1
-            fill_pending()
+            _fill_spanned(out, col, pending)
             if out:
                 grid.append(out)
                 in_head.append(tr.getparent().tag == "thead")
@@ -531,7 +517,7 @@ class HtmlParser:
     def parse(self) -> ParsedPage:
         root = self.root
         head_title = root.find(".//title")
-        title = self.plain_text(head_title).strip() if head_title is not None else ""
+        title = " ".join(head_title.text_content().split()) if head_title is not None else ""
         if not title:
             og = root.xpath("//meta[@property='og:title']/@content")
             h1 = root.find(".//h1")
@@ -556,6 +542,19 @@ class HtmlParser:
                 comp.text = image_text_proxy(comp, self.title)
         warnings = [] if self.components else ["no_content: the page has no paragraphs, tables or images"]
         return ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components, warnings)
+
+
+def _fill_spanned(out: list, col: int, pending: dict) -> int:
+    """Copy cells of earlier rows' rowspans into ``out`` from column ``col``; returns the next column."""
+    while col in pending:
+        left, cell = pending[col]
+        out.append(cell)
+        if left <= 1:
+            del pending[col]
+        else:
+            pending[col] = (left - 1, cell)
+        col += 1
+    return col
 
 
 def _looks_like_file_page(url: str) -> bool:

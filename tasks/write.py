@@ -105,6 +105,8 @@ class IndexStore:
             if tbl.count_rows() == 0:
                 continue
             data = tbl.search().where(f"{column} IN ({ids})").select(["text", "vector"]).limit(None).to_arrow()
+            if data.num_rows == 0:
+                continue
             texts = data.column("text").to_pylist()
             vectors = data.column("vector").combine_chunks().flatten().to_numpy().reshape(len(texts), -1)
             for text, vec in zip(texts, vectors, strict=True):

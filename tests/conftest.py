@@ -1,0 +1,108 @@
+"""Shared fixtures: HTTP servers on 127.0.0.1, Prefect's test harness, the sample site."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import flows  # noqa: F401 - Prefect's offline defaults before anything imports prefect
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before the body is sent
+    content_type: str | None = "text/html; charset=utf-8"
+    fail_times: int = 0  # answer 503 this many times first
+    calls: int = 0
+
+
+class RouteServer:
+    """A threaded HTTP server on 127.0.0.1 answering from a mutable path → Route table."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, Route | Callable[[BaseHTTPRequestHandler], None]] = {}
+        self.requests: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                server.requests.append(self.path)
+                route = server.routes.get(self.path.split("?")[0])
+                if route is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "9")
+                    self.end_headers()
+                    self.wfile.write(b"not found")
+                    return
+                if callable(route):
+                    route(self)
+                    return
+                route.calls += 1
+                if route.calls <= route.fail_times:
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if route.delay:
+                    time.sleep(route.delay)
+                self.send_response(route.status)
+                if route.content_type:
+                    self.send_header("Content-Type", route.content_type)
+                for key, value in route.headers.items():
+                    self.send_header(key, value)
+                if "Content-Length" not in route.headers:
+                    self.send_header("Content-Length", str(len(route.body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(route.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[RouteServer]:
+    srv = RouteServer()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def page(title: str, body: str, head: str = "") -> bytes:
+    return (f"<!doctype html><html lang='en'><head><title>{title}</title>{head}</head>"
+            f"<body><main>{body}</main></body></html>").encode()
