@@ -48,7 +48,6 @@ class IndexStore:
         self.root = Path(index_dir)
         self.root.mkdir(parents=True, exist_ok=True)
         self.db = lancedb.connect(str(self.root))
-        self._tables: dict[str, lancedb.table.Table] = {}
 
     # -- metadata ------------------------------------------------------------------------------
     def metadata(self) -> dict | None:
@@ -78,19 +77,16 @@ class IndexStore:
                 "created_at": datetime.now(UTC).isoformat(),
             }
             _atomic_write(self.root / META_FILE, json.dumps(meta, indent=2))
-        existing = set(self.db.table_names(limit=1000))
+        existing = set(self.db.list_tables().tables)
         for name, schema in table_schemas(embedder["dim"]).items():
-            if name in existing:
-                self._tables[name] = self.db.open_table(name)
-            else:
-                self._tables[name] = self.db.create_table(name, schema=schema, exist_ok=True)
+            if name not in existing:
+                self.db.create_table(name, schema=schema, exist_ok=True)
 
     def table(self, name: str):
-        if name not in self._tables:
-            if name not in TABLES:
-                raise KeyError(f"unknown table {name!r}; tables are {', '.join(TABLES)}")
-            self._tables[name] = self.db.open_table(name)
-        return self._tables[name]
+        """The latest version of table ``name`` (opened anew: other handles may have written since)."""
+        if name not in TABLES:
+            raise KeyError(f"unknown table {name!r}; tables are {', '.join(TABLES)}")
+        return self.db.open_table(name)
 
     # -- reads ---------------------------------------------------------------------------------
     def known_vectors(self, document_ids: list[str]) -> dict[str, np.ndarray]:
@@ -102,8 +98,6 @@ class IndexStore:
         for name in NODE_TABLES:
             column = "id" if name == "documents" else "document_id"
             tbl = self.table(name)
-            if tbl.count_rows() == 0:
-                continue
             data = tbl.search().where(f"{column} IN ({ids})").select(["text", "vector"]).limit(None).to_arrow()
             if data.num_rows == 0:
                 continue

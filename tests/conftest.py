@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -63,10 +64,8 @@ class RouteServer:
                 if "Content-Length" not in route.headers:
                     self.send_header("Content-Length", str(len(route.body)))
                 self.end_headers()
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(route.body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
             def log_message(self, *args) -> None:
                 pass

@@ -1,0 +1,39 @@
+"""The bundled MiniLM embeds for real; identical texts and stored vectors are not embedded twice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tasks.config import EmbedConfig
+from tasks.embed import EmbedderConfigError, TextEmbedder, embed_rows
+
+
+@pytest.fixture(scope="module")
+def embedder() -> TextEmbedder:
+    return TextEmbedder(EmbedConfig(device="cpu", threads=1))
+
+
+def test_minilm_semantics(embedder):
+    food, bread, stocks = embedder.embed(["food", "bread", "stock market"])
+    assert embedder.dim == 384
+    assert float(food @ bread) > float(food @ stocks) + 0.1
+    vectors = embedder.embed(["A man is eating food.", "A man is eating a piece of bread."])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert abs(float(vectors[0] @ vectors[1]) - 0.755) < 0.02
+
+
+def test_embed_rows_reuses_known_and_duplicate_texts(embedder):
+    rows = [{"text": "bread"}, {"text": "bread"}, {"text": "rye"}]
+    known: dict = {}
+    assert embed_rows(rows, embedder, known) == 2
+    assert np.array_equal(rows[0]["vector"], rows[1]["vector"])
+    again = [{"text": "rye"}, {"text": "bread"}]
+    assert embed_rows(again, embedder, known) == 0
+
+
+def test_bad_device_and_model_fail_with_a_fix():
+    with pytest.raises(ValueError, match="auto, cpu, cuda"):
+        EmbedConfig(device="tpu")
+    with pytest.raises(EmbedderConfigError, match="local"):
+        TextEmbedder(EmbedConfig(model="/nonexistent/model/dir", device="cpu"))

@@ -1,0 +1,190 @@
+"""End-to-end: the Prefect flow builds real indexes from sites served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import laminae
+from flows.demo import SiteServer
+from schemas import TABLES, document_id
+from tests.conftest import Route, page
+
+pytestmark = pytest.mark.slow
+SETTINGS = {"crawl": {"backoff": 0.01, "retries": 1, "timeout_read": 1.0, "timeout_total": 5},
+            "embed": {"device": "cpu", "threads": 1}}
+
+
+def build(seeds: list[str], index, tmp_path, **kw) -> dict:
+    from flows.build import build_index
+
+    seeds_file = tmp_path / "seeds.txt"
+    seeds_file.write_text("\n".join(seeds) + "\n")
+    return build_index(seeds=str(seeds_file), index=str(index), settings=kw.pop("settings", SETTINGS), **kw)
+
+
+def contents(index, name: str) -> pa.Table:
+    tbl = laminae.open(str(index)).table(name).to_arrow()
+    return tbl.sort_by("id")
+
+
+@pytest.fixture(scope="module")
+def site_index(tmp_path_factory, prefect_harness):
+    tmp = tmp_path_factory.mktemp("site")
+    with SiteServer() as site:
+        first = build(site.seeds(), tmp / "index", tmp)
+        snapshot = {name: contents(tmp / "index", name) for name in ("documents", "components", "subcomponents", "edges")}
+        second = build(site.seeds(), tmp / "index", tmp)
+    return tmp / "index", first, second, snapshot
+
+
+def test_sample_site_builds_every_layer(site_index):
+    index, first, _, _ = site_index
+    assert first["status"] == "success", first["errors_by_stage"]
+    stats = laminae.open(str(index)).stats()
+    assert stats["documents"] == 13
+    assert all(stats["components"][k] > 0 for k in ("paragraph", "table", "image"))
+    assert stats["subcomponents"]["sentence"] > 0 and stats["subcomponents"]["row"] > 0
+    assert stats["edges"]["contains"] == sum(stats["components"].values()) + sum(stats["subcomponents"].values())
+    assert stats["links_to_resolved"] > 20
+    assert stats["links_to_unresolved"] >= 2  # the missing page and the off-site link
+    assert stats["embedder"] == {"model_id": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384,
+                                 "image_mode": "text_proxy"}
+
+
+def test_every_node_has_a_real_vector(site_index):
+    index = site_index[0]
+    for name in ("documents", "components", "subcomponents"):
+        tbl = contents(index, name)
+        assert tbl.column("vector").null_count == 0
+        vectors = np.stack(tbl.column("vector").to_numpy(zero_copy_only=False))
+        assert vectors.shape[1] == 384
+        assert np.all(np.abs(np.linalg.norm(vectors, axis=1) - 1) < 1e-3)
+
+
+def test_graph_is_consistent(site_index):
+    index = site_index[0]
+    docs = set(contents(index, "documents").column("id").to_pylist())
+    comps = contents(index, "components").to_pylist()
+    subs = contents(index, "subcomponents").to_pylist()
+    comp_ids = {c["id"] for c in comps}
+    assert all(c["document_id"] in docs and c["parent_id"] == c["document_id"] for c in comps)
+    assert all(s["parent_id"] in comp_ids for s in subs)
+    edges = contents(index, "edges").to_pylist()
+    links = [e for e in edges if e["kind"] == "links_to"]
+    resolved = [e for e in links if e["resolved"]]
+    assert all(e["dst_id"] in docs for e in resolved)
+    assert all(e["dst_id"] not in docs for e in links if not e["resolved"])
+    missing = [e for e in links if e["target_url"].endswith("/starter-recipes.html")]
+    assert missing and not missing[0]["resolved"]
+    layers = {e["src_layer"] for e in links}
+    assert layers == {1, 2}  # components and the sentences/rows holding the anchors
+    images = [c for c in comps if c["kind"] == "image"]
+    assert all(c["image_key"] and c["image_width"] > 0 for c in images)
+    bus = [c for c in images if c["image_url"].endswith("/photos/bus.jpg")]
+    assert bus and bus[0]["image_mime"] == "image/jpeg"
+
+
+def test_second_build_changes_nothing(site_index):
+    index, _, second, snapshot = site_index
+    assert second["status"] == "success"
+    assert second["embedded"] == 0
+    for name, before in snapshot.items():
+        assert contents(index, name).equals(before), f"{name} changed on a rebuild"
+
+
+def test_runs_and_manifests_are_recorded(site_index):
+    index, first, second, _ = site_index
+    opened = laminae.open(str(index))
+    assert opened.version == second["manifest_version"] == first["manifest_version"] + 1
+    runs = opened.table("runs").to_arrow().to_pylist()
+    assert {r["id"] for r in runs} >= {first["run_id"], second["run_id"]}
+    assert set(first["seconds_by_stage"]) >= {"crawl", "parse", "embed", "write", "total"}
+    assert laminae.open(str(index), version=first["manifest_version"]).version == first["manifest_version"]
+    assert set(opened.manifest["tables"]) == set(TABLES)
+
+
+def _png(width: int, height: int) -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 10)) + chunk(b"IEND", b"")
+
+
+def _good_png() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_bad_input_is_recorded_and_the_run_goes_on(server, tmp_path, prefect_harness):
+    s = server
+    s.routes["/good"] = Route(body=page("Good", "<p>Good page with <a href='/keep'>a link</a>.</p>"
+                                        "<img src='/ok.png' alt='ok'>"))
+    s.routes["/pics"] = Route(body=page("Pics", "<p>Broken pictures.</p><img src='/broken.png' alt='broken'>"
+                                        "<img src='/bomb.png' alt='bomb'><img src='/zero.png' alt='zero'>"))
+    s.routes["/keep"] = Route(body=page("Keep", "<p>This page is indexed first and fails later.</p>"))
+    s.routes["/malformed"] = Route(body=b"<html><body><p>Unclosed <b>tags <table><tr><td>cell")
+    s.routes["/latin1"] = Route(body="<html><head><meta charset='iso-8859-1'></head><body><p>Crème</p></body></html>"
+                                .encode("latin-1"), content_type="text/html")
+    s.routes["/binary"] = Route(body=b"\x00\xff\x00binary" * 50)
+    s.routes["/empty"] = Route(body=b"")
+    s.routes["/error"] = Route(status=500, body=b"boom")
+    s.routes["/gone"] = Route(status=404, body=b"gone")
+    s.routes["/slow"] = Route(body=page("Slow", "<p>slow</p>"), delay=2.0)
+    s.routes["/loop"] = Route(status=302, headers={"Location": "/loop2"})
+    s.routes["/loop2"] = Route(status=302, headers={"Location": "/loop"})
+    s.routes["/huge"] = Route(body=b"<html><body><p>" + b"x" * 300_000 + b"</p></body></html>")
+    s.routes["/ok.png"] = Route(body=_good_png(), content_type="image/png")
+    s.routes["/broken.png"] = Route(body=b"\x89PNG\r\n\x1a\nnot really a png", content_type="image/png")
+    s.routes["/bomb.png"] = Route(body=_png(200_000, 200_000), content_type="image/png")
+    s.routes["/zero.png"] = Route(body=b"", content_type="image/png")
+    index = tmp_path / "index"
+    settings = {**SETTINGS, "crawl": {**SETTINGS["crawl"], "max_body_bytes": 100_000}}
+
+    first = build([s.url("/good"), s.url("/keep")], index, tmp_path, settings=settings)
+    assert first["status"] == "success"
+    keep_id = document_id(s.url("/keep"))
+    keep_before = laminae.open(str(index)).table("components").count_rows(f"document_id = '{keep_id}'")
+    assert keep_before == 1
+
+    s.routes["/keep"] = Route(status=503, body=b"down")
+    paths = ["/good", "/pics", "/keep", "/malformed", "/latin1", "/binary", "/empty", "/error", "/gone", "/slow",
+             "/loop", "/huge"]
+    summary = build([s.url(p) for p in paths], index, tmp_path, settings=settings)
+    assert summary["status"] == "partial"
+    opened = laminae.open(str(index))
+    errors = [e for e in opened.table("errors").to_arrow().to_pylist() if e["run_id"] == summary["run_id"]]
+    reasons = {(e["url"].removeprefix(s.base), e["stage"], e["reason"]) for e in errors if e["severity"] == "error"}
+    assert reasons == {
+        ("/keep", "crawl", "http_503"),
+        ("/binary", "crawl", "unsupported_content_type"),
+        ("/empty", "crawl", "empty_body"),
+        ("/error", "crawl", "http_500"),
+        ("/gone", "crawl", "http_404"),
+        ("/slow", "crawl", "timeout"),
+        ("/loop", "crawl", "redirect_loop"),
+        ("/huge", "crawl", "too_large"),
+        ("/broken.png", "image", "undecodable_image"),
+        ("/bomb.png", "image", "decompression_bomb"),
+        ("/zero.png", "image", "empty_body"),
+    }
+    assert all(e["message"] for e in errors)
+    # what was indexed before is kept; good pages of this run are indexed
+    assert opened.table("components").count_rows(f"document_id = '{keep_id}'") == keep_before
+    docs = {d["url"].removeprefix(s.base) for d in opened.table("documents").to_arrow().to_pylist()}
+    assert docs == {"/good", "/pics", "/keep", "/malformed", "/latin1"}
+    texts = " ".join(opened.table("components").to_arrow().column("text").to_pylist())
+    assert "Crème" in texts and "Unclosed tags" in texts
+    images = {c["image_url"].removeprefix(s.base): c for c in opened.table("components").to_arrow().to_pylist()
+              if c["kind"] == "image"}
+    assert images["/ok.png"]["image_key"] and images["/ok.png"]["image_width"] == 40
+    assert images["/broken.png"]["image_key"] is None and images["/broken.png"]["vector"] is not None
