@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import struct
 import zlib
 
@@ -188,3 +189,46 @@ def test_bad_input_is_recorded_and_the_run_goes_on(server, tmp_path, prefect_har
               if c["kind"] == "image"}
     assert images["/ok.png"]["image_key"] and images["/ok.png"]["image_width"] == 40
     assert images["/broken.png"]["image_key"] is None and images["/broken.png"]["vector"] is not None
+
+
+def test_links_resolve_through_redirects_and_canonical_urls(server, tmp_path, prefect_harness):
+    s = server
+    s.routes["/a"] = Route(body=page("A", "<p>To <a href='/old'>old</a>, <a href='/canonical-b'>canonical</a>, "
+                                          "<a href='/b'>final</a> and <a href='/nowhere'>nowhere</a>.</p>"))
+    s.routes["/old"] = Route(status=301, headers={"Location": "/b"})
+    s.routes["/b"] = Route(body=page("B", "<p>B text.</p>", head="<link rel='canonical' href='/canonical-b'>"))
+    seeds_file = tmp_path / "seeds.jsonl"
+    seeds_file.write_text(f'{{"url": "{s.url("/a")}", "team": "docs"}}\n{s.url("/old")}\n')
+    from flows.build import build_index
+
+    summary = build_index(seeds=str(seeds_file), index=str(tmp_path / "i"), settings=SETTINGS)
+    assert summary["status"] == "success"
+    opened = laminae.open(str(tmp_path / "i"))
+    docs = {d["url"].removeprefix(s.base): d for d in opened.table("documents").to_arrow().to_pylist()}
+    assert set(docs) == {"/a", "/old"}
+    b = docs["/old"]
+    assert b["id"] == document_id(s.url("/canonical-b")) and b["final_url"] == s.url("/b")
+    assert docs["/a"]["annotations"] == '{"team": "docs"}'
+    links = [e for e in opened.table("edges").to_arrow().to_pylist()
+             if e["kind"] == "links_to" and e["src_layer"] == 1]
+    by_target = {e["target_url"].removeprefix(s.base): e for e in links}
+    for target in ("/old", "/canonical-b", "/b"):
+        assert by_target[target]["dst_id"] == b["id"] and by_target[target]["resolved"]
+    assert not by_target["/nowhere"]["resolved"]
+    assert by_target["/nowhere"]["dst_id"] == document_id(s.url("/nowhere"))
+
+
+def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harness):
+    from flows.cli import main
+
+    index = site_index[0]
+    assert main(["stats", "--index", str(index), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["documents"] == 13 and stats["edges"]["links_to"] > 0
+    assert main(["stats", "--index", str(tmp_path / "none")]) == 2
+    assert "laminae build" in capsys.readouterr().err
+    assert main(["build", "--seeds", str(tmp_path / "missing.txt"), "--index", str(tmp_path / "x")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["demo", "--index", str(tmp_path / "demo"), "--port", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "success" in out and "documents       13" in out
