@@ -540,8 +540,7 @@ class HtmlParser:
         for comp in self.components:
             if comp.kind == "image":
                 comp.text = image_text_proxy(comp, self.title)
-        warnings = [] if self.components else ["no_content: the page has no paragraphs, tables or images"]
-        return ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components, warnings)
+        return ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components)
 
 
 def _fill_spanned(out: list, col: int, pending: dict) -> int:

@@ -124,6 +124,10 @@ def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSe
             log.exception("parse of %s failed", res.url)
             errors.append(error_row(run_id, res.url, "parse", "parser_exception", f"{type(exc).__name__}: {exc}"))
             continue
+        if not page.components:  # often a script-rendered page; keep what an earlier build indexed
+            errors.append(error_row(run_id, res.url, "parse", "no_content",
+                                    "no paragraphs, tables or images found in the HTML; page skipped"))
+            continue
         doc_id, warning = document_id_for(res, page.canonical_url)
         if warning:
             page.warnings.append(warning)

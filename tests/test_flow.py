@@ -138,6 +138,7 @@ def test_bad_input_is_recorded_and_the_run_goes_on(server, tmp_path, prefect_har
                                 .encode("latin-1"), content_type="text/html")
     s.routes["/binary"] = Route(body=b"\x00\xff\x00binary" * 50)
     s.routes["/empty"] = Route(body=b"")
+    s.routes["/script-only"] = Route(body=b"<html><body><div id='app'></div><script>render()</script></body></html>")
     s.routes["/error"] = Route(status=500, body=b"boom")
     s.routes["/gone"] = Route(status=404, body=b"gone")
     s.routes["/slow"] = Route(body=page("Slow", "<p>slow</p>"), delay=2.0)
@@ -159,7 +160,7 @@ def test_bad_input_is_recorded_and_the_run_goes_on(server, tmp_path, prefect_har
 
     s.routes["/keep"] = Route(status=503, body=b"down")
     paths = ["/good", "/pics", "/keep", "/malformed", "/latin1", "/binary", "/empty", "/error", "/gone", "/slow",
-             "/loop", "/huge"]
+             "/loop", "/huge", "/script-only"]
     summary = build([s.url(p) for p in paths], index, tmp_path, settings=settings)
     assert summary["status"] == "partial"
     opened = laminae.open(str(index))
@@ -174,6 +175,7 @@ def test_bad_input_is_recorded_and_the_run_goes_on(server, tmp_path, prefect_har
         ("/slow", "crawl", "timeout"),
         ("/loop", "crawl", "redirect_loop"),
         ("/huge", "crawl", "too_large"),
+        ("/script-only", "parse", "no_content"),
         ("/broken.png", "image", "undecodable_image"),
         ("/bomb.png", "image", "decompression_bomb"),
         ("/zero.png", "image", "empty_body"),
