@@ -39,6 +39,34 @@ def fetch_htmlparser_benchmark(cache: Path) -> Path:
     return target / "package" / "files"
 
 
+def make_mirror(article: Path, corpus: Path, pages: int) -> list[str]:
+    """Serve one real article at ``pages`` of its own ``/wiki/`` link targets (a linked corpus).
+
+    Each copy gets one distinct first paragraph naming its path; the rest is the article's HTML
+    as published but for absolute article links made site-relative (what a mirror does), so its
+    ``/wiki/`` links between copies resolve inside the corpus.
+    """
+    import re
+
+    html = article.read_text(encoding="utf-8", errors="replace")
+    html = re.sub(r'href="https?://en\.wikipedia\.org/wiki/', 'href="/wiki/', html)
+    targets = []
+    for href in re.findall(r'href="(/wiki/[^"#?:]+)"', html):
+        if href not in targets:
+            targets.append(href)
+    names = []
+    for href in targets[:pages]:
+        name = href.lstrip("/")
+        path = corpus / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        marker = f'<p>Mirror copy served at {href} for the laminae link benchmark.</p>'
+        own = re.sub(r'<link rel="canonical" href="[^"]*"', f'<link rel="canonical" href="{href}"', html)
+        path.write_text(re.sub(r"(<div[^>]*id=\"mw-content-text\"[^>]*>)", r"\1" + marker, own, count=1),
+                        encoding="utf-8")
+        names.append(name)
+    return names
+
+
 def independent_counts(root: Path, names: list[str], base: str) -> dict:
     """Data rows and in-corpus links counted straight from the HTML (no laminae code)."""
     import lxml.html
@@ -64,6 +92,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pages", action="append", default=[], help="folder of .html files (repeatable)")
     parser.add_argument("--htmlparser-benchmark", action="store_true", help="add the 258 pages of that npm package")
+    parser.add_argument("--mirror", help="a real Wikipedia article (.html) to serve at its own /wiki/ link targets")
+    parser.add_argument("--mirror-pages", type=int, default=300, help="how many link targets serve the mirror")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--batch-documents", type=int, default=64)
     parser.add_argument("--keep", help="keep the index in this directory")
@@ -79,6 +109,8 @@ def main() -> int:
             name = f"s{i}-{path.name}"
             shutil.copyfile(path, corpus / name)
             names.append(name)
+    if args.mirror:
+        names.extend(make_mirror(Path(args.mirror), corpus, args.mirror_pages))
     if not names:
         parser.error("no pages: pass --pages DIR and/or --htmlparser-benchmark")
     size_mb = sum((corpus / n).stat().st_size for n in names) / 1e6
