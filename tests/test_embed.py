@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tasks.config import EmbedConfig
-from tasks.embed import EmbedderConfigError, TextEmbedder, embed_rows
+from tasks.embed import EmbedderConfigError, TextEmbedder, cache_key, embed_rows
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +26,12 @@ def test_minilm_semantics(embedder):
 def test_embed_rows_reuses_known_and_duplicate_texts(embedder):
     rows = [{"text": "bread"}, {"text": "bread"}, {"text": "rye"}]
     known: dict = {}
-    assert embed_rows(rows, embedder, known) == 2
+    new = embed_rows(rows, embedder, known)
+    assert len(new) == 2 and set(new) == {cache_key(embedder.model_id, "bread"), cache_key(embedder.model_id, "rye")}
     assert np.array_equal(rows[0]["vector"], rows[1]["vector"])
     again = [{"text": "rye"}, {"text": "bread"}]
-    assert embed_rows(again, embedder, known) == 0
+    assert embed_rows(again, embedder, known) == {}
+    assert np.array_equal(again[1]["vector"], rows[0]["vector"])
 
 
 def test_bad_device_and_model_fail_with_a_fix():

@@ -234,3 +234,38 @@ def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harn
     assert main(["demo", "--index", str(tmp_path / "demo"), "--port", "0"]) == 0
     out = capsys.readouterr().out
     assert "success" in out and "documents       13" in out
+
+
+def test_sample_site_has_summaries_and_people(site_index):
+    index = site_index[0]
+    docs = contents(index, "documents").to_pylist()
+    assert all(d["summary"] and d["text"].startswith(d["title"]) for d in docs)
+    subs = contents(index, "subcomponents").to_pylist()
+    sentences = {s["text"] for s in subs if s["kind"] == "sentence"}
+    for d in docs:
+        assert any(s in d["summary"] for s in sentences)
+    comps = {c["id"]: c for c in contents(index, "components").to_pylist()}
+    objects = [s for s in subs if s["kind"] == "object"]
+    photos = {comps[o["parent_id"]]["image_url"].rsplit("/", 1)[1] for o in objects if o["label"] == "person"}
+    assert photos == {"bus.jpg", "zidane.jpg"}
+    for o in objects:
+        x0, y0, x1, y1 = o["bbox_norm"]
+        assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+        assert o["text"].startswith("person in Image:")
+
+
+def test_embedding_cache_survives_id_changes_and_endpoint_falls_back(server, tmp_path, prefect_harness):
+    body = page("Moved", "<p>The same paragraph, twice served. It has two sentences.</p>")
+    server.routes["/a"] = Route(body=body)
+    index = tmp_path / "index"
+    first = build([server.url("/a")], index, tmp_path)
+    assert first["embedded"] > 0
+    server.routes["/b"] = Route(body=body)
+    settings = {**SETTINGS, "summarize": {"mode": "endpoint", "base_url": "http://127.0.0.1:9/v1",
+                                          "endpoint_model": "none", "timeout": 1, "retries": 0}}
+    moved = build([server.url("/b")], index, tmp_path, settings=settings)
+    assert moved["status"] == "success"
+    assert moved["embedded"] == 0 and moved["reused_vectors"] > 0
+    assert moved["warnings_by_stage"] == {"summarize:endpoint_failed": 1}
+    docs = {d["url"]: d for d in contents(index, "documents").to_pylist()}
+    assert docs[server.url("/b")]["summary"] == docs[server.url("/a")]["summary"]

