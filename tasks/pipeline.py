@@ -28,7 +28,7 @@ from tasks.detect import (
     object_rows,
     resolve_weights,
 )
-from tasks.embed import TextEmbedder, cache_key, embed_rows
+from tasks.embed import cache_key, embed_pixels, embed_rows, load_embedder, pixel_key
 from tasks.images import attach_images
 from tasks.nodes import DocumentNodes, build_nodes
 from tasks.parse_html import ParseError, parse_html
@@ -204,6 +204,23 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
     return rows, edges, problems
 
 
+def split_by_modality(nodes: list[dict], image_mode: str) -> tuple[list[dict], list[tuple[dict, str, list | None]]]:
+    """Rows embedded from text, and (row, image_key, bbox) of images and crops embedded from pixels."""
+    if image_mode != "pixels":
+        return nodes, []
+    keys = {n["id"]: n["image_key"] for n in nodes
+            if n["kind"] == "image" and n.get("image_key") and n.get("image_mime") != "image/svg+xml"}
+    text_rows, pixel_rows = [], []
+    for node in nodes:
+        if node["kind"] == "image" and node["id"] in keys:
+            pixel_rows.append((node, keys[node["id"]], None))
+        elif node["kind"] == "object" and node["parent_id"] in keys:
+            pixel_rows.append((node, keys[node["parent_id"]], node["bbox"]))
+        else:
+            text_rows.append(node)
+    return text_rows, pixel_rows
+
+
 def _id_maker(document: str):
     """Node ids for one document's new nodes, counting repeated contents."""
     seen: Counter[str] = Counter()
@@ -283,12 +300,16 @@ def index_batch(
             d.edges.extend(e for e in object_edges if e["document_id"] == d.document["id"])
             d.document["n_subcomponents"] = len(d.subcomponents)
     subcomponents = [s for d in docs for s in d.subcomponents]
-    embedder = TextEmbedder(settings.embed)
+    embedder = load_embedder(settings.embed)
     new_vectors: dict = {}
     with times.stage("embed"):
         nodes = components + subcomponents
-        known = store.cached_vectors([cache_key(embedder.model_id, r["text"] or "") for r in nodes])
-        new_vectors.update(embed_rows(nodes, embedder, known))
+        text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
+        keys = [cache_key(embedder.model_id, r["text"] or "") for r in text_rows]
+        keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
+        known = store.cached_vectors(keys)
+        new_vectors.update(embed_rows(text_rows, embedder, known))
+        new_vectors.update(embed_pixels(pixel_rows, embedder, known, raw.get))
     with times.stage("summarize"):
         report.errors.extend(summarize_stage(docs, settings, run_id))
     with times.stage("embed"):

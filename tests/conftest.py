@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -105,3 +106,44 @@ def prefect_harness():
 def page(title: str, body: str, head: str = "") -> bytes:
     return (f"<!doctype html><html lang='en'><head><title>{title}</title>{head}</head>"
             f"<body><main>{body}</main></body></html>").encode()
+
+
+def _byte_symbols() -> list[str]:
+    # GPT-2/CLIP byte-level alphabet: printable bytes map to themselves, the rest above U+0100
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, extra = [], 0
+    for b in range(256):
+        if b in keep:
+            chars.append(chr(b))
+        else:
+            chars.append(chr(256 + extra))
+            extra += 1
+    return chars
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory):
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    path = tmp_path_factory.mktemp("tiny-clip")
+    symbols = _byte_symbols()
+    vocab = {s: i for i, s in enumerate(symbols + [s + "</w>" for s in symbols])}
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    (path / "vocab.json").write_text(json.dumps(vocab))
+    (path / "merges.txt").write_text("#version: 0.2\n")
+    tokenizer = CLIPTokenizer(str(path / "vocab.json"), str(path / "merges.txt"))
+    images = CLIPImageProcessor(size={"shortest_edge": 30}, crop_size={"height": 30, "width": 30})
+    torch.manual_seed(0)
+    config = CLIPConfig(
+        text_config={"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4,
+                     "num_hidden_layers": 2, "max_position_embeddings": 64,
+                     "bos_token_id": vocab["<|startoftext|>"], "eos_token_id": vocab["<|endoftext|>"]},
+        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4, "num_hidden_layers": 2,
+                       "image_size": 30, "patch_size": 6},
+        projection_dim=16,
+    )
+    CLIPModel(config).save_pretrained(path)
+    CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(path)
+    return str(path)

@@ -269,3 +269,25 @@ def test_embedding_cache_survives_id_changes_and_endpoint_falls_back(server, tmp
     assert moved["warnings_by_stage"] == {"summarize:endpoint_failed": 1}
     docs = {d["url"]: d for d in contents(index, "documents").to_pylist()}
     assert docs[server.url("/b")]["summary"] == docs[server.url("/a")]["summary"]
+
+
+def test_image_capable_model_embeds_pixels(tiny_clip, tmp_path, prefect_harness):
+    with SiteServer() as site:
+        settings = {**SETTINGS, "embed": {"model": tiny_clip, "device": "cpu", "threads": 1}}
+        summary = build(site.seeds(), tmp_path / "clip", tmp_path, settings=settings)
+    assert summary["status"] == "success"
+    opened = laminae.open(str(tmp_path / "clip"))
+    assert opened.embedder == {"model_id": tiny_clip, "dim": 16, "image_mode": "pixels"}
+    comps = opened.table("components").to_arrow().to_pylist()
+    from tasks.config import EmbedConfig
+    from tasks.detect import load_image
+    from tasks.embed import load_embedder
+    from tasks.rawstore import RawStore
+
+    embedder = load_embedder(EmbedConfig(model=tiny_clip, device="cpu"))
+    bus = next(c for c in comps if c["image_url"] and c["image_url"].endswith("bus.jpg"))
+    pixels = embedder.embed_images([load_image(RawStore(tmp_path / "clip").get(bus["image_key"]))])[0]
+    assert np.allclose(bus["vector"], pixels, atol=1e-4)
+    assert not np.allclose(bus["vector"], embedder.embed([bus["text"]])[0], atol=1e-3)
+    with pytest.raises(Exception, match="never mixed"):
+        build(site.seeds(), tmp_path / "clip", tmp_path)  # the default text model into a CLIP index
