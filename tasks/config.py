@@ -61,10 +61,14 @@ class EmbedConfig(BaseModel):
         None,
         description="sentence-transformers model id or local path; default: the bundled all-MiniLM-L6-v2.",
     )
-    backend: Literal["auto", "sentence-transformers", "clip"] = Field(
+    backend: Literal["auto", "sentence-transformers", "clip", "open_clip"] = Field(
         "auto",
-        description="auto: 'clip' when the model's config is a CLIP/SigLIP model, else sentence-transformers. "
-        "clip: a transformers CLIP or SigLIP model that embeds text and image pixels into one space.",
+        description="auto: 'open_clip' for a model written open_clip:ARCH[:PRETRAINED], 'clip' when the "
+        "model's config is a CLIP/SigLIP model, else sentence-transformers. clip and open_clip embed "
+        "text and image pixels into one space.",
+    )
+    open_clip_config: str | None = Field(
+        None, description="open_clip: a model-config JSON to register (for architectures open_clip lacks)."
     )
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
     precision: Literal["auto", "fp32", "fp16", "bf16"] = Field(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from schemas.ids import content_hash, digest
-from tasks.config import EmbedConfig
+from tasks.config import EmbedConfig, cache_dir
 
 log = logging.getLogger("laminae.embed")
 
@@ -248,12 +248,79 @@ class ClipEmbedder:
         return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
 
+class OpenClipEmbedder(ClipEmbedder):
+    """An open_clip model, written ``open_clip:ARCH[:PRETRAINED]`` (a tag or a local weights path)."""
+
+    def __init__(self, cfg: EmbedConfig) -> None:
+        spec = (cfg.model or "").removeprefix("open_clip:")
+        arch, _, pretrained = spec.partition(":")
+        if not arch:
+            raise EmbedderConfigError("the open_clip backend needs embed.model = open_clip:ARCH[:PRETRAINED]")
+        self.cfg = cfg
+        self.model_id = f"open_clip:{spec}"
+        self.model_path = pretrained or None
+        self.device = resolve_device(cfg.device)
+        self.batch_size = cfg.batch_size or (256 if self.device.startswith("cuda") else 32)
+        key = (self.model_id, self.device)
+        with _LOCK:
+            if key not in _MODELS:
+                import open_clip
+                import torch
+
+                if cfg.threads:
+                    torch.set_num_threads(cfg.threads)
+                if cfg.open_clip_config:
+                    open_clip.add_model_config(cfg.open_clip_config)
+                precision = {"auto": "fp16" if self.device.startswith("cuda") else "fp32"}.get(cfg.precision, cfg.precision)
+                try:
+                    model, _, preprocess = open_clip.create_model_and_transforms(
+                        arch, pretrained=pretrained or None, precision=precision, device=self.device,
+                        cache_dir=str(cache_dir() / "models"),
+                    )
+                except (RuntimeError, OSError) as exc:
+                    raise EmbedderConfigError(
+                        f"cannot load open_clip {arch!r} with {pretrained!r}: {exc}. Pass a local weights path "
+                        "(model hubs are not reachable from every machine)"
+                    ) from None
+                _MODELS[key] = (model.eval(), (preprocess, open_clip.get_tokenizer(arch)))
+        self._model, (self._preprocess, self._tokenizer) = _MODELS[key]
+        self.dim = int(self.embed(["probe"]).shape[1])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            tokens = self._tokenizer([t[: self.cfg.max_chars] or " " for t in texts[start : start + self.batch_size]])
+            with torch.inference_mode():
+                out.append(self._features(self._model.encode_text(tokens.to(self.device))))
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed_images(self, images: list) -> np.ndarray:
+        import torch
+
+        out = []
+        for start in range(0, len(images), self.batch_size):
+            batch = torch.stack([self._preprocess(img) for img in images[start : start + self.batch_size]])
+            dtype = next(self._model.parameters()).dtype
+            with torch.inference_mode():
+                out.append(self._features(self._model.encode_image(batch.to(self.device, dtype=dtype))))
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+
+
 def load_embedder(cfg: EmbedConfig | None = None) -> TextEmbedder | ClipEmbedder:
-    """The embedder the config asks for (backend auto-detected from the model's config)."""
+    """The embedder the config asks for (backend auto-detected from the model's name or config)."""
     cfg = cfg or EmbedConfig()
     backend = cfg.backend
     if backend == "auto":
-        backend = "clip" if cfg.model and _model_type(cfg.model) in CLIP_MODEL_TYPES else "sentence-transformers"
+        if cfg.model and cfg.model.startswith("open_clip:"):
+            backend = "open_clip"
+        elif cfg.model and _model_type(cfg.model) in CLIP_MODEL_TYPES:
+            backend = "clip"
+        else:
+            backend = "sentence-transformers"
+    if backend == "open_clip":
+        return OpenClipEmbedder(cfg)
     return ClipEmbedder(cfg) if backend == "clip" else TextEmbedder(cfg)
 
 

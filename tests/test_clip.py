@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -45,3 +47,35 @@ def test_text_model_does_not_embed_pixels():
     assert embedder.image_mode == "text_proxy"
     with pytest.raises(EmbedderConfigError, match="text proxy"):
         embedder.embed_images([Image.new("RGB", (4, 4))])
+
+
+def test_tiny_open_clip_loads_local_weights(tmp_path):
+    import open_clip
+    import torch
+
+    config = {"embed_dim": 16, "vision_cfg": {"image_size": 32, "layers": 2, "width": 32, "patch_size": 8,
+                                              "head_width": 16},
+              "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2}}
+    config_path = tmp_path / "laminae-tiny-test.json"
+    config_path.write_text(json.dumps(config))
+    open_clip.add_model_config(str(config_path))
+    torch.manual_seed(0)
+    model = open_clip.create_model("laminae-tiny-test", pretrained=None)
+    torch.save(model.state_dict(), tmp_path / "weights.bin")
+
+    cfg = EmbedConfig(model=f"open_clip:laminae-tiny-test:{tmp_path / 'weights.bin'}",
+                      open_clip_config=str(config_path), device="cpu", batch_size=2)
+    embedder = load_embedder(cfg)
+    assert embedder.image_mode == "pixels" and embedder.dim == 16
+    texts = ["a bus", "two people talking about bread and ovens for a long time", "a bus"]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (3, 16) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert np.allclose(vectors[0], vectors[2], atol=1e-5)
+    with torch.no_grad():
+        direct = model.encode_text(open_clip.get_tokenizer("laminae-tiny-test")(["a bus"]))
+    assert np.allclose(vectors[0], (direct / direct.norm()).numpy()[0], atol=1e-5)  # the saved weights
+    images = embedder.embed_images([Image.new("RGB", (50, 40), (0, 200, 0)), Image.new("RGB", (8, 8))])
+    assert images.shape == (2, 16) and np.allclose(np.linalg.norm(images, axis=1), 1, atol=1e-5)
+    with pytest.raises(EmbedderConfigError, match="local weights"):
+        load_embedder(EmbedConfig(model=f"open_clip:laminae-tiny-test:{tmp_path / 'missing.bin'}",
+                                  device="cpu"))
