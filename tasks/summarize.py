@@ -68,10 +68,11 @@ def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu
     tok, model = _SEQ2SEQ[cfg.model]
     import torch
 
+    limit = min(getattr(model.config, "max_position_embeddings", None) or 512, tok.model_max_length)
     out = []
     with torch.inference_mode():
         for text in texts:
-            enc = tok(text[: cfg.input_chars], return_tensors="pt", truncation=True).to(device)
+            enc = tok(text[: cfg.input_chars], return_tensors="pt", truncation=True, max_length=limit).to(device)
             ids = model.generate(**enc, max_new_tokens=max(16, cfg.max_chars // 4), num_beams=2)
             out.append(tok.decode(ids[0], skip_special_tokens=True).strip()[: cfg.max_chars])
     return out

@@ -103,3 +103,29 @@ def server_post(server) -> None:
     """Let the route server answer POST like GET (the chat endpoint is a POST)."""
     handler = server.httpd.RequestHandlerClass
     handler.do_POST = handler.do_GET
+
+
+def test_seq2seq_summarizer_loads_a_tiny_local_model(tmp_path):
+    import torch
+    from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer
+
+    from tasks.summarize import seq2seq_summaries
+    from tests.conftest import _byte_symbols
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    vocab = {tok: i for i, tok in enumerate(specials + _byte_symbols())}
+    vocab["<mask>"] = len(vocab)
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n")
+    BartTokenizer(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt")).save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    config = BartConfig(vocab_size=len(vocab), d_model=16, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                        decoder_ffn_dim=32, max_position_embeddings=128, pad_token_id=1, bos_token_id=0,
+                        eos_token_id=2, decoder_start_token_id=2, forced_bos_token_id=None)
+    BartForConditionalGeneration(config).save_pretrained(tmp_path)
+    cfg = SummarizeConfig(mode="seq2seq", model=str(tmp_path), max_chars=80)
+    out = seq2seq_summaries(["Bread is baked from flour and water. " * 5, "Short text."], cfg)
+    assert len(out) == 2 and all(isinstance(s, str) and len(s) <= 80 for s in out)
+    with pytest.raises(ValueError, match="summarize.model"):
+        seq2seq_summaries(["x"], SummarizeConfig(mode="seq2seq"))
