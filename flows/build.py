@@ -66,6 +66,11 @@ def resolve_link_edges(index: str) -> dict:
     return resolve_links(IndexStore(index))
 
 
+@task(name="build-search-indexes", cache_policy=NO_CACHE)
+def build_search_indexes(index: str) -> None:
+    IndexStore(index).build_text_indexes()
+
+
 def _status(indexed: int, errors: list[dict]) -> str:
     hard = [e for e in errors if e["severity"] == "error"]
     if not hard:
@@ -122,6 +127,9 @@ def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
     tick = time.perf_counter()
     links = resolve_link_edges(index)
     seconds["resolve_links"] += time.perf_counter() - tick
+    tick = time.perf_counter()
+    build_search_indexes(index)
+    seconds["text_index"] += time.perf_counter() - tick
 
     status = _status(totals["indexed"], errors)
     stats = table_stats({name: store.table(name) for name in TABLES})

@@ -1,18 +1,50 @@
-"""Open a laminae index pinned to one published manifest.
+"""Open a laminae index pinned to one published manifest, and the agent's moves over it.
 
-Reads ``<index>/_manifests/`` (the build manifests) and the LanceDB tables at the versions the
-manifest names, so every table is seen as one build left it; writes nothing.
+Reads ``<index>/_manifests/`` (the build manifests), the LanceDB tables at the versions the
+manifest names (so every table is seen as one build left it) and ``raw/`` for image bytes;
+writes nothing. Operations: get/children/parent/document_of/neighbors, ``search`` (dense, full-text,
+hybrid with reciprocal rank fusion), FiF's document- and component-level traversers, and LILaC's
+late-interaction beam search.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import lancedb
+import numpy as np
 
+from laminae.graph import Graph
 from laminae.stats import table_stats
-from schemas.tables import SCHEMA_VERSION, TABLES
+from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
+
+LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
+               "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
+RRF_K = 60
+
+
+@dataclass
+class Hit:
+    """A scored node: its id, score and enough content to show a model."""
+
+    id: str
+    score: float
+    layer: int
+    kind: str
+    document_id: str
+    text: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class BeamResult:
+    """LILaC beam search: the best component pairs (edges) and the components they rank."""
+
+    edges: list[tuple[str, str, float]]
+    components: list[Hit]
 
 MANIFEST_DIR = "_manifests"
 
@@ -24,12 +56,14 @@ class IndexOpenError(RuntimeError):
 class Index:
     """A read-only view of one index at one manifest version."""
 
-    def __init__(self, root: str, manifest: dict) -> None:
+    def __init__(self, root: str, manifest: dict, embed: Callable[[str], np.ndarray] | None = None) -> None:
         self.root = root
         self.manifest = manifest
         self.version: int = manifest["version"]
         self._db = lancedb.connect(root)
         self._tables: dict[str, object] = {}
+        self._graph: Graph | None = None
+        self._embed = embed
 
     @property
     def embedder(self) -> dict:
@@ -57,13 +91,365 @@ class Index:
     def __repr__(self) -> str:
         return f"laminae.Index({self.root!r}, version={self.version})"
 
+    # -- in-memory view ------------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """Vectors, parent pointers and link adjacency in memory (loaded on first use)."""
+        if self._graph is None:
+            self._graph = Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")},
+                                int(self.embedder["dim"]))
+        return self._graph
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a query string with the index's own model (needs the ``ml`` extra) or ``embed=``."""
+        if self._embed is None:
+            try:
+                from tasks.config import EmbedConfig
+                from tasks.embed import load_embedder
+            except ImportError as exc:
+                raise RuntimeError(
+                    "string queries need the index's embedder: install laminae with the ml and build extras "
+                    "(pip install -e '.[build,ml]'), pass embed=callable to laminae.open, or pass a query "
+                    f"vector of {self.embedder['dim']} floats ({exc})"
+                ) from None
+            model = self.embedder["model_id"]
+            from tasks.embed import DEFAULT_MODEL_ID
+
+            embedder = load_embedder(EmbedConfig(model=None if model == DEFAULT_MODEL_ID else model))
+            self._embed = embedder.embed_query
+        return np.asarray(self._embed(text), dtype=np.float32)
+
+    def _query_vector(self, query) -> np.ndarray:
+        vector = self.embed_query(query) if isinstance(query, str) else np.asarray(query, dtype=np.float32)
+        dim = int(self.embedder["dim"])
+        if vector.shape != (dim,):
+            raise ValueError(
+                f"query vector has shape {vector.shape}; this index holds {dim}-d vectors of "
+                f"{self.embedder['model_id']}: embed the query with that model"
+            )
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm else vector
+
+    @staticmethod
+    def _layer_number(layer) -> int:
+        if layer not in LAYER_NAMES:
+            raise ValueError(f"layer must be 0, 1, 2 or documents/components/subcomponents; got {layer!r}")
+        return {"documents": 0, "components": 1, "subcomponents": 2}[LAYER_NAMES[layer]]
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def get(self, ids: Sequence[str]) -> list[dict]:
+        """Nodes with their content, in the order asked; unknown ids are left out.
+
+        Images carry ``image`` (bytes); objects carry ``bbox`` and, when Pillow is installed,
+        ``crop`` (PNG bytes cut from the parent image).
+        """
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, dict] = {}
+        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in wanted)
+        for layer, name in enumerate(NODE_TABLES):
+            if not wanted:
+                break
+            rows = self.table(name).search().where(f"id IN ({quoted})").limit(None).to_arrow().to_pylist()
+            for row in rows:
+                row.pop("vector", None)
+                row["layer"] = layer
+                found[row["id"]] = row
+        parents = {}
+        for row in found.values():
+            if row["layer"] == 1 and row["kind"] == "image" and row.get("image_key"):
+                row["image"] = self._raw(row["image_key"])
+            if row["layer"] == 2 and row["kind"] == "object":
+                parents[row["id"]] = row["parent_id"]
+        if parents:
+            images = {p["id"]: p for p in self.get(sorted(set(parents.values())))}
+            for oid, pid in parents.items():
+                parent = images.get(pid)
+                if parent and parent.get("image"):
+                    found[oid]["crop"] = _crop(parent["image"], found[oid]["bbox"])
+        return [found[i] for i in wanted if i in found]
+
+    def _raw(self, key: str) -> bytes | None:
+        path = Path(self.root) / "raw" / key[:2] / key
+        return path.read_bytes() if path.exists() else None
+
+    def children(self, node_id: str) -> list[str]:
+        """Ids of a node's children (components of a document, subcomponents of a component)."""
+        g = self.graph
+        if node_id in g.doc_position:
+            d = g.doc_position[node_id]
+            comps = g.layers[1]
+            return list(comps.ids[comps.starts[d]:comps.starts[d + 1]])
+        if node_id in g.layers[1].position:
+            row = g.layers[1].position[node_id]
+            subs = g.layers[2]
+            d = g.layers[1].doc[row]
+            span = np.arange(subs.starts[d], subs.starts[d + 1])
+            return list(subs.ids[span[subs.parent[span] == row]])
+        return []
+
+    def parent(self, node_id: str) -> str | None:
+        g = self.graph
+        for layer in (1, 2):
+            row = g.layers[layer].position.get(node_id)
+            if row is not None:
+                return str(g.layers[layer - 1].ids[g.layers[layer].parent[row]])
+        return None
+
+    def document_of(self, node_id: str) -> str | None:
+        g = self.graph
+        if node_id in g.doc_position:
+            return node_id
+        for layer in (1, 2):
+            row = g.layers[layer].position.get(node_id)
+            if row is not None:
+                return str(g.layers[0].ids[g.layers[layer].doc[row]])
+        return None
+
+    def neighbors(self, document_ids: Sequence[str], direction: str = "out") -> list[str]:
+        """Documents linked from (``out``), linking to (``in``) or either (``both``) these documents."""
+        if direction not in ("out", "in", "both"):
+            raise ValueError(f"direction must be out, in or both; got {direction!r}")
+        g = self.graph
+        out: set[int] = set()
+        for doc in document_ids:
+            d = g.doc_position.get(doc)
+            if d is None:
+                continue
+            if direction in ("out", "both"):
+                out |= g.out_links.get(d, set())
+            if direction in ("in", "both"):
+                out |= g.in_links.get(d, set())
+        return sorted(str(g.layers[0].ids[d]) for d in out)
+
+    # -- search --------------------------------------------------------------------------------
+    def _hits(self, layer: int, rows: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
+        if len(rows) == 0 or k <= 0:
+            return []
+        top = np.argpartition(-scores, min(k, len(scores)) - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        top = top[np.lexsort((self.graph.layers[layer].ids[rows[top]], -scores[top]))]
+        lay = self.graph.layers[layer]
+        docs = self.graph.layers[0].ids
+        hits = [Hit(str(lay.ids[rows[i]]), float(scores[i]), layer, str(lay.kinds[rows[i]]),
+                    str(docs[lay.doc[rows[i]]])) for i in top]
+        texts = {n["id"]: n for n in self.get([h.id for h in hits])}
+        for hit in hits:
+            node = texts.get(hit.id, {})
+            hit.text = node.get("text")
+            hit.extra = {key: node[key] for key in ("title", "url", "section_path", "image_url") if node.get(key)}
+        return hits
+
+    def _rows(self, layer: int, kinds: Sequence[str] | None, documents: Sequence[str] | None) -> np.ndarray:
+        g = self.graph
+        lay = g.layers[layer]
+        if documents is not None:
+            docs = np.array(sorted({g.doc_position[d] for d in documents if d in g.doc_position}), dtype=np.int64)
+            rows = lay.rows_of_documents(docs) if layer else docs
+        else:
+            rows = np.arange(len(lay.ids))
+        if kinds is not None:
+            rows = rows[np.isin(lay.kinds[rows], list(kinds))]
+        return rows
+
+    def search(self, query, layer=1, k: int = 10, kinds: Sequence[str] | None = None,
+               documents: Sequence[str] | None = None, mode: str = "dense") -> list[Hit]:
+        """Top-``k`` nodes of one layer by dense similarity, full-text (BM25) or both fused (RRF)."""
+        layer = self._layer_number(layer)
+        if mode not in ("dense", "fts", "hybrid"):
+            raise ValueError(f"mode must be dense, fts or hybrid; got {mode!r}")
+        if mode == "dense":
+            rows = self._rows(layer, kinds, documents)
+            vectors = self.graph.layers[layer].vectors[rows]
+            return self._hits(layer, rows, vectors @ self._query_vector(query), k)
+        if not isinstance(query, str):
+            raise ValueError(f"mode={mode} needs the query text, not a vector")
+        depth = max(k * 4, 50)
+        fts = self._fts(query, layer, depth, kinds, documents)
+        if mode == "fts":
+            rows = np.array([r for r, _ in fts], dtype=np.int64)
+            return self._hits(layer, rows, np.array([s for _, s in fts], dtype=np.float32), k)
+        dense = self.search(query, layer, depth, kinds, documents, mode="dense")
+        fused: dict[int, float] = {}
+        position = self.graph.layers[layer].position
+        for rank, hit in enumerate(dense):
+            fused[position[hit.id]] = fused.get(position[hit.id], 0) + 1 / (RRF_K + rank + 1)
+        for rank, (row, _) in enumerate(fts):
+            fused[row] = fused.get(row, 0) + 1 / (RRF_K + rank + 1)
+        rows = np.array(list(fused), dtype=np.int64)
+        return self._hits(layer, rows, np.array(list(fused.values()), dtype=np.float32), k)
+
+    def _fts(self, text: str, layer: int, k: int, kinds, documents) -> list[tuple[int, float]]:
+        tbl = self.table(NODE_TABLES[layer])
+        query = tbl.search(text, query_type="fts").select(["id", "_score"]).limit(k)
+        clauses = []
+        if kinds is not None:
+            clauses.append("kind IN (" + ", ".join(f"'{x}'" for x in kinds) + ")")
+        if documents is not None:
+            column = "id" if layer == 0 else "document_id"
+            clauses.append(f"{column} IN (" + ", ".join("'" + d.replace("'", "''") + "'" for d in documents) + ")")
+        if clauses:
+            query = query.where(" AND ".join(clauses), prefilter=True)
+        try:
+            data = query.to_arrow()
+        except (ValueError, RuntimeError) as exc:
+            raise RuntimeError(f"full-text search needs the index built by laminae >= 0.1 ({exc})") from None
+        position = self.graph.layers[layer].position
+        return [(position[i], float(s)) for i, s in zip(data.column("id").to_pylist(),
+                                                          data.column("_score").to_pylist(), strict=True)
+                if i in position]
+
+    # -- FiF -----------------------------------------------------------------------------------
+    def documents(self, query, k: int = 10, granularity: int = 0, scope: str = "global",
+                  anchors: Sequence[str] | None = None) -> list[Hit]:
+        """FiF document-level hop: documents scored by max similarity over their layer-g nodes.
+
+        ``scope="global"``: every document. ``scope="local"``: documents linked from the anchors
+        (document ids: from any of their components and subcomponents; component ids: from that
+        component and its sentences/rows).
+        """
+        if granularity not in (0, 1, 2):
+            raise ValueError(f"granularity must be 0, 1 or 2; got {granularity!r}")
+        if scope not in ("global", "local"):
+            raise ValueError(f"scope must be global or local; got {scope!r}")
+        g = self.graph
+        q = self._query_vector(query)
+        n_docs = len(g.layers[0].ids)
+        if scope == "global":
+            candidates = np.arange(n_docs)
+        else:
+            if not anchors:
+                raise ValueError("scope='local' needs anchors: document or component ids")
+            linked: set[int] = set()
+            for anchor in anchors:
+                if anchor in g.doc_position:
+                    linked |= g.out_links.get(g.doc_position[anchor], set())
+                elif anchor in g.layers[1].position:
+                    linked |= g.component_links.get(g.layers[1].position[anchor], set())
+                else:
+                    raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
+            candidates = np.array(sorted(linked), dtype=np.int64)
+        if granularity == 0:
+            scores = g.layers[0].vectors[candidates] @ q
+            return self._hits(0, candidates, scores, k)
+        lay = g.layers[granularity]
+        rows = lay.rows_of_documents(candidates) if scope == "local" else np.arange(len(lay.ids))
+        best = g.max_by_group(lay.vectors[rows] @ q, lay.doc[rows], n_docs)[candidates]
+        keep = np.isfinite(best)
+        return self._hits(0, candidates[keep], best[keep], k)
+
+    def components(self, query, documents: Sequence[str], k: int = 10, granularity: int = 1) -> list[Hit]:
+        """FiF component-level hop: components of these documents scored at layer g (1: own vector,
+        2: max over its subcomponents)."""
+        if granularity not in (1, 2):
+            raise ValueError(f"granularity must be 1 or 2; got {granularity!r}")
+        g = self.graph
+        q = self._query_vector(query)
+        rows = self._rows(1, None, documents)
+        if granularity == 1:
+            return self._hits(1, rows, g.layers[1].vectors[rows] @ q, k)
+        subs = g.layers[2]
+        docs = np.unique(g.layers[1].doc[rows])
+        sub_rows = subs.rows_of_documents(docs)
+        best = np.full(len(g.layers[1].ids), -np.inf, dtype=np.float32)
+        np.maximum.at(best, subs.parent[sub_rows], subs.vectors[sub_rows] @ q)
+        scores = best[rows]
+        keep = np.isfinite(scores)
+        return self._hits(1, rows[keep], scores[keep], k)
+
+    # -- LILaC ---------------------------------------------------------------------------------
+    def component_query_max(self, queries: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """M[c, q]: max similarity of subquery q over component c's subcomponents (the component's
+        own vector when it has none), for the given component rows (default: all)."""
+        g = self.graph
+        comps, subs = g.layers[1], g.layers[2]
+        n = len(comps.ids)
+        rows = np.arange(n) if rows is None else rows
+        out = np.full((n, len(queries)), -np.inf, dtype=np.float32)
+        docs = np.unique(comps.doc[rows])
+        sub_rows = subs.rows_of_documents(docs) if len(rows) < n else np.arange(len(subs.ids))
+        if len(sub_rows):
+            sims = subs.vectors[sub_rows] @ queries.T
+            np.maximum.at(out, subs.parent[sub_rows], sims)
+        lonely = rows[~np.isfinite(out[rows, 0])]
+        if len(lonely):
+            out[lonely] = comps.vectors[lonely] @ queries.T
+        return out[rows]
+
+    def beam_search(self, subqueries: Sequence, beam: int = 30, iterations: int = 1, k: int = 10) -> BeamResult:
+        """LILaC late-interaction beam search over component pairs.
+
+        An edge e = (u, v) joins two components of one document, or a component to a component of
+        a document it links to; s(e) = Σ_q max over the subcomponents of u and v of sim(q, c). The
+        beam starts at the ``beam`` best components (as self-pairs), then for ``iterations`` rounds
+        expands every beam component along its edges and keeps the ``beam`` best edges. A
+        component without edges stays as a self-pair; a subquery matched by only one endpoint
+        counts that endpoint's score.
+        """
+        if beam < 1 or iterations < 0 or k < 1:
+            raise ValueError("beam and k must be >= 1 and iterations >= 0")
+        g = self.graph
+        comps = g.layers[1]
+        queries = np.stack([self._query_vector(q) for q in subqueries])
+        m_all = self.component_query_max(queries)
+        own = m_all.sum(axis=1)
+        start = np.argsort(-own, kind="stable")[:beam]
+        edges: dict[tuple[int, int], float] = {(int(c), int(c)): float(own[c]) for c in start}
+        frontier = set(int(c) for c in start)
+        for _ in range(iterations):
+            candidates: dict[tuple[int, int], float] = dict(edges)
+            for u in frontier:
+                d = comps.doc[u]
+                neighbours = [np.arange(comps.starts[d], comps.starts[d + 1])]
+                for target in g.component_links.get(u, ()):
+                    neighbours.append(np.arange(comps.starts[target], comps.starts[target + 1]))
+                vs = np.concatenate(neighbours)
+                vs = vs[vs != u]
+                if len(vs) == 0:
+                    continue
+                scores = np.maximum(m_all[u][None, :], m_all[vs]).sum(axis=1)
+                for v, score in zip(vs.tolist(), scores.tolist(), strict=True):
+                    key = (u, v) if u < v else (v, u)
+                    candidates[key] = max(candidates.get(key, -np.inf), score)
+            ranked = sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0]))[:beam]
+            edges = dict(ranked)
+            frontier = {c for pair in edges for c in pair}
+        ranked_edges = sorted(edges.items(), key=lambda kv: (-kv[1], kv[0]))
+        best: dict[int, float] = {}
+        for (u, v), score in ranked_edges:
+            for c in (u, v):
+                best.setdefault(c, score)
+        order = sorted(best, key=lambda c: (-best[c], -own[c], comps.ids[c]))[:k]
+        rows = np.array(order, dtype=np.int64)
+        hits = self._hits(1, rows, np.array([best[c] for c in order], dtype=np.float32), k)
+        return BeamResult(
+            edges=[(str(comps.ids[u]), str(comps.ids[v]), s) for (u, v), s in ranked_edges],
+            components=hits,
+        )
+
+
+def _crop(image: bytes, bbox: list[float]) -> bytes | None:
+    try:
+        import io
+
+        from PIL import Image
+    except ImportError:
+        return None
+    with Image.open(io.BytesIO(image)) as img:
+        out = io.BytesIO()
+        img.convert("RGB").crop(tuple(int(round(v)) for v in bbox)).save(out, "PNG")
+        return out.getvalue()
+
 
 def _manifest_dir(root: str) -> Path:
     return Path(root) / MANIFEST_DIR
 
 
-def open_index(index_dir: str, version: int | None = None) -> Index:
-    """Open the index at ``index_dir``, pinned to manifest ``version`` (default: the latest)."""
+def open_index(index_dir: str, version: int | None = None,
+               embed: Callable[[str], np.ndarray] | None = None) -> Index:
+    """Open the index at ``index_dir``, pinned to manifest ``version`` (default: the latest).
+
+    ``embed`` turns query strings into vectors; without it the index's own model is loaded on the
+    first string query (needs the ``ml`` extra).
+    """
     directory = _manifest_dir(index_dir)
     latest = directory / "LATEST"
     if not latest.exists():
@@ -81,4 +467,4 @@ def open_index(index_dir: str, version: int | None = None) -> Index:
             f"{index_dir} was written with schema version {manifest.get('schema_version')}; this laminae "
             f"reads version {SCHEMA_VERSION}. Install the laminae release that built it, or rebuild the index"
         )
-    return Index(str(index_dir), manifest)
+    return Index(str(index_dir), manifest, embed)

@@ -17,8 +17,9 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
+from lancedb.index import FTS
 
-from schemas.tables import SCHEMA_VERSION, TABLES, table_schemas
+from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
 
 META_FILE = "index.json"
 MANIFEST_DIR = "_manifests"
@@ -158,6 +159,13 @@ class IndexStore:
         if rows:
             tbl = self.table(name)
             tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
+
+    def build_text_indexes(self) -> None:
+        """(Re)build the full-text index on ``text`` of every node table (for fts/hybrid search)."""
+        for name in NODE_TABLES:
+            tbl = self.table(name)
+            if tbl.count_rows():
+                tbl.create_index("text", config=FTS(), replace=True)
 
     # -- manifests -----------------------------------------------------------------------------
     def latest_manifest_version(self) -> int:

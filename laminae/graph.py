@@ -1,0 +1,119 @@
+"""In-memory view of an index for scoring: per-layer vectors, parent pointers and link adjacency.
+
+Reads the node tables (``id``, ``document_id``, ``parent_id``, ``kind``, ``vector``) and the
+``links_to`` edges at one pinned version; writes nothing. Rows of every layer are sorted by
+document, so each document's rows are one contiguous slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass
+class Layer:
+    """One node table: ids, kinds, vectors and pointers, sorted by document."""
+
+    ids: np.ndarray  # object array of str
+    kinds: np.ndarray
+    vectors: np.ndarray  # float32 (n, dim), unit length
+    doc: np.ndarray  # int32 index into the documents layer
+    parent: np.ndarray  # int32 index into the layer above (documents for components)
+    starts: np.ndarray  # per document: first row (len = n_documents + 1)
+    position: dict[str, int]
+
+    def rows_of_documents(self, docs: np.ndarray) -> np.ndarray:
+        """Row indices of every node of these documents."""
+        if len(docs) == 0:
+            return np.zeros(0, dtype=np.int64)
+        spans = [np.arange(self.starts[d], self.starts[d + 1]) for d in docs]
+        return np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
+
+
+def _vectors(table: pa.Table, dim: int) -> np.ndarray:
+    column = table.column("vector").combine_chunks()
+    if len(column) == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.ascontiguousarray(column.flatten().to_numpy().reshape(len(column), dim), dtype=np.float32)
+
+
+def _read(tbl, columns: list[str]) -> pa.Table:
+    if tbl.count_rows() == 0:
+        return pa.table({c: pa.array([], pa.string()) for c in columns if c != "vector"})
+    return tbl.search().select(columns).limit(None).to_arrow()
+
+
+class Graph:
+    """Layers 0–2 in memory plus document → document link adjacency."""
+
+    def __init__(self, tables: dict, dim: int) -> None:
+        docs = _read(tables["documents"], ["id", "kind", "vector"])
+        order = pc.sort_indices(docs, [("id", "ascending")])
+        docs = docs.take(order)
+        doc_ids = np.array(docs.column("id").to_pylist(), dtype=object)
+        self.doc_position = {d: i for i, d in enumerate(doc_ids)}
+        n_docs = len(doc_ids)
+        self.layers: list[Layer] = [Layer(
+            ids=doc_ids, kinds=np.array(docs.column("kind").to_pylist(), dtype=object),
+            vectors=_vectors(docs, dim) if n_docs else np.zeros((0, dim), np.float32),
+            doc=np.arange(n_docs, dtype=np.int32), parent=np.full(n_docs, -1, np.int32),
+            starts=np.arange(n_docs + 1, dtype=np.int64), position=self.doc_position,
+        )]
+        for name in ("components", "subcomponents"):
+            upper = self.layers[-1]
+            data = _read(tables[name], ["id", "document_id", "parent_id", "kind", "vector"])
+            if data.num_rows:
+                data = data.take(pc.sort_indices(data, [("document_id", "ascending"), ("id", "ascending")]))
+            ids = np.array(data.column("id").to_pylist(), dtype=object)
+            doc = np.array([self.doc_position.get(d, -1) for d in data.column("document_id").to_pylist()],
+                           dtype=np.int32)
+            parent = np.array([upper.position.get(p, -1) for p in data.column("parent_id").to_pylist()],
+                              dtype=np.int32)
+            starts = np.searchsorted(doc, np.arange(n_docs + 1)).astype(np.int64)
+            self.layers.append(Layer(
+                ids=ids, kinds=np.array(data.column("kind").to_pylist(), dtype=object),
+                vectors=_vectors(data, dim) if data.num_rows else np.zeros((0, dim), np.float32),
+                doc=doc, parent=parent, starts=starts, position={s: i for i, s in enumerate(ids)},
+            ))
+        edges = tables["edges"]
+        links = (edges.search().where("kind = 'links_to' AND resolved = true").select(
+            ["src_id", "src_layer", "dst_id", "document_id"]).limit(None).to_arrow()
+            if edges.count_rows() else None)
+        self.out_links: dict[int, set[int]] = {}
+        self.in_links: dict[int, set[int]] = {}
+        # links from one component (or its sentences/rows) to a document, by component row
+        self.component_links: dict[int, set[int]] = {}
+        if links is not None and links.num_rows:
+            comp_layer, sub_layer = self.layers[1], self.layers[2]
+            for src, layer, dst, owner in zip(*(links.column(c).to_pylist() for c in
+                                                ("src_id", "src_layer", "dst_id", "document_id")), strict=True):
+                s, d = self.doc_position.get(owner), self.doc_position.get(dst)
+                if s is None or d is None or s == d:
+                    continue
+                self.out_links.setdefault(s, set()).add(d)
+                self.in_links.setdefault(d, set()).add(s)
+                if layer == 1:
+                    comp = comp_layer.position.get(src)
+                else:
+                    row = sub_layer.position.get(src)
+                    comp = int(sub_layer.parent[row]) if row is not None else None
+                if comp is not None and comp >= 0:
+                    self.component_links.setdefault(comp, set()).add(d)
+
+    def max_by_group(self, scores: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+        """Per group, the maximum score of its members (-inf for groups without members)."""
+        out = np.full(n_groups, -np.inf, dtype=np.float32)
+        np.maximum.at(out, groups, scores)
+        return out
+
+    def ancestor(self, layer: int, rows: np.ndarray, target: int) -> np.ndarray:
+        """Indices at layer ``target`` (0 or 1) of the ancestors of ``rows`` at ``layer``."""
+        if target == 0:
+            return self.layers[layer].doc[rows]
+        if layer == 1:
+            return rows
+        return self.layers[2].parent[rows]

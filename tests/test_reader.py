@@ -1,0 +1,155 @@
+"""The reader's moves against brute-force numpy references on small indexes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import laminae
+from tasks.synthetic import make_synthetic_index
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = tmp_path_factory.mktemp("synthetic")
+    make_synthetic_index(str(path), documents=40, components_per_document=5, subcomponents_per_component=4,
+                         dim=16, links_per_document=3, seed=7)
+    index = laminae.open(str(path))
+    tables = {name: index.table(name).to_arrow().to_pylist() for name in
+              ("documents", "components", "subcomponents", "edges")}
+    return index, tables
+
+
+def _vec(rows):
+    return {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
+
+
+def _query(seed: int, dim: int = 16) -> np.ndarray:
+    q = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return q / np.linalg.norm(q)
+
+
+def _top(scores: dict[str, float], k: int) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def _same(hits, expected):
+    assert [h.id for h in hits] == [i for i, _ in expected]
+    assert np.allclose([h.score for h in hits], [s for _, s in expected], atol=1e-5)
+
+
+def test_dense_search_matches_brute_force(small):
+    index, t = small
+    q = _query(1)
+    for layer, name in enumerate(("documents", "components", "subcomponents")):
+        scores = {i: float(v @ q) for i, v in _vec(t[name]).items()}
+        _same(index.search(q, layer=layer, k=7), _top(scores, 7))
+    rows = [r for r in t["subcomponents"] if r["kind"] == "row"]
+    scores = {r["id"]: float(np.asarray(r["vector"]) @ q) for r in rows}
+    _same(index.search(q, layer=2, k=5, kinds=["row"]), _top(scores, 5))
+    some = [d["id"] for d in t["documents"][:3]]
+    scores = {r["id"]: float(np.asarray(r["vector"]) @ q) for r in t["components"] if r["document_id"] in some}
+    _same(index.search(q, layer="components", k=4, documents=some), _top(scores, 4))
+
+
+@pytest.mark.parametrize("granularity", [0, 1, 2])
+def test_global_document_hop(small, granularity):
+    index, t = small
+    q = _query(2)
+    name = ("documents", "components", "subcomponents")[granularity]
+    best: dict[str, float] = {}
+    for r in t[name]:
+        doc = r["id"] if granularity == 0 else r["document_id"]
+        best[doc] = max(best.get(doc, -np.inf), float(np.asarray(r["vector"]) @ q))
+    _same(index.documents(q, k=10, granularity=granularity), _top(best, 10))
+
+
+@pytest.mark.parametrize("granularity", [0, 1, 2])
+def test_local_document_hop(small, granularity):
+    index, t = small
+    q = _query(3)
+    anchor = t["documents"][0]["id"]
+    comp_doc = {c["id"]: c["document_id"] for c in t["components"]}
+    linked = {e["dst_id"] for e in t["edges"] if comp_doc[e["src_id"]] == anchor and e["dst_id"] != anchor}
+    assert linked and set(index.neighbors([anchor])) == linked
+    name = ("documents", "components", "subcomponents")[granularity]
+    best: dict[str, float] = {}
+    for r in t[name]:
+        doc = r["id"] if granularity == 0 else r["document_id"]
+        if doc in linked:
+            best[doc] = max(best.get(doc, -np.inf), float(np.asarray(r["vector"]) @ q))
+    _same(index.documents(q, k=5, granularity=granularity, scope="local", anchors=[anchor]), _top(best, 5))
+    with pytest.raises(ValueError, match="anchors"):
+        index.documents(q, scope="local")
+
+
+@pytest.mark.parametrize("granularity", [1, 2])
+def test_component_hop(small, granularity):
+    index, t = small
+    q = _query(4)
+    docs = [d["id"] for d in t["documents"][5:9]]
+    best: dict[str, float] = {}
+    if granularity == 1:
+        best = {c["id"]: float(np.asarray(c["vector"]) @ q) for c in t["components"] if c["document_id"] in docs}
+    else:
+        for s in t["subcomponents"]:
+            if s["document_id"] in docs:
+                best[s["parent_id"]] = max(best.get(s["parent_id"], -np.inf), float(np.asarray(s["vector"]) @ q))
+    _same(index.components(q, docs, k=6, granularity=granularity), _top(best, 6))
+
+
+def test_beam_search_scores_edges_by_late_interaction(small):
+    index, t = small
+    queries = [_query(5), _query(6), _query(7)]
+    subs_of: dict[str, list[np.ndarray]] = {}
+    for s in t["subcomponents"]:
+        subs_of.setdefault(s["parent_id"], []).append(np.asarray(s["vector"]))
+    m = {c: np.array([max(float(v @ q) for v in vs) for q in queries]) for c, vs in subs_of.items()}
+    result = index.beam_search(queries, beam=5, iterations=1, k=5)
+    comp_doc = {c["id"]: c["document_id"] for c in t["components"]}
+    links = {(e["src_id"], e["dst_id"]) for e in t["edges"]}
+    for u, v, score in result.edges:
+        expected = float(np.maximum(m[u], m[v]).sum())
+        assert abs(score - expected) < 1e-4
+        if u != v:  # an edge is intra-document or follows a link
+            assert comp_doc[u] == comp_doc[v] or (u, comp_doc[v]) in links or (v, comp_doc[u]) in links
+    assert len(result.edges) == 5 and len(result.components) == 5
+    assert result.edges == sorted(result.edges, key=lambda e: -e[2])
+    # the start beam: components by their own late-interaction score
+    own = {c: float(vs.sum()) for c, vs in m.items()}
+    zero = index.beam_search(queries, beam=3, iterations=0, k=3)
+    assert [h.id for h in zero.components] == [c for c, _ in _top(own, 3)]
+    # expansion can only improve on the best self-pair
+    assert result.edges[0][2] >= zero.edges[0][2] - 1e-6
+
+
+def test_navigation(small):
+    index, t = small
+    doc = t["documents"][0]["id"]
+    comps = index.children(doc)
+    assert sorted(comps) == sorted(c["id"] for c in t["components"] if c["document_id"] == doc)
+    subs = index.children(comps[0])
+    assert sorted(subs) == sorted(s["id"] for s in t["subcomponents"] if s["parent_id"] == comps[0])
+    assert index.parent(subs[0]) == comps[0] and index.parent(comps[0]) == doc
+    assert index.document_of(subs[0]) == doc
+    nodes = index.get([subs[0], doc, "missing"])
+    assert [n["id"] for n in nodes] == [subs[0], doc] and nodes[0]["layer"] == 2
+    incoming = index.neighbors([doc], direction="in")
+    assert all(doc in index.neighbors([d]) for d in incoming)
+
+
+def test_bad_queries_fail_with_a_fix(small):
+    index, _ = small
+    with pytest.raises(ValueError, match="16-d"):
+        index.search(np.ones(5), layer=1)
+    with pytest.raises(ValueError, match="layer"):
+        index.search(_query(1), layer=3)
+    with pytest.raises(ValueError, match="granularity"):
+        index.documents(_query(1), granularity=3)
+
+
+def test_fts_finds_a_rare_keyword(small):
+    index, t = small
+    hits = index.search("keyword10", layer=2, k=3, mode="fts")
+    assert [h.text.split()[-1] for h in hits] == ["keyword10"]
+    assert not index.search("keyword10", layer=2, k=3, mode="fts", kinds=["nothing"])
