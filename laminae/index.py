@@ -103,19 +103,18 @@ class Index:
     def embed_query(self, text: str) -> np.ndarray:
         """Embed a query string with the index's own model (needs the ``ml`` extra) or ``embed=``."""
         if self._embed is None:
+            model = self.embedder["model_id"]
             try:
                 from tasks.config import EmbedConfig
-                from tasks.embed import load_embedder
+                from tasks.embed import DEFAULT_MODEL_ID, load_embedder
+
+                embedder = load_embedder(EmbedConfig(model=None if model == DEFAULT_MODEL_ID else model))
             except ImportError as exc:
                 raise RuntimeError(
-                    "string queries need the index's embedder: install laminae with the ml and build extras "
-                    "(pip install -e '.[build,ml]'), pass embed=callable to laminae.open, or pass a query "
-                    f"vector of {self.embedder['dim']} floats ({exc})"
+                    f"string queries need the index's embedder ({model}): install laminae with the ml and "
+                    "build extras (pip install -e '.[build,ml]'), pass embed=callable to laminae.open, or "
+                    f"pass a query vector of {self.embedder['dim']} floats ({exc})"
                 ) from None
-            model = self.embedder["model_id"]
-            from tasks.embed import DEFAULT_MODEL_ID
-
-            embedder = load_embedder(EmbedConfig(model=None if model == DEFAULT_MODEL_ID else model))
             self._embed = embedder.embed_query
         return np.asarray(self._embed(text), dtype=np.float32)
 

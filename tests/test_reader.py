@@ -153,3 +153,58 @@ def test_fts_finds_a_rare_keyword(small):
     hits = index.search("keyword10", layer=2, k=3, mode="fts")
     assert [h.text.split()[-1] for h in hits] == ["keyword10"]
     assert not index.search("keyword10", layer=2, k=3, mode="fts", kinds=["nothing"])
+
+
+def test_hybrid_finds_a_rare_keyword_that_dense_misses(tmp_path):
+    from schemas.ids import document_id
+    from tasks.config import EmbedConfig, ParseConfig
+    from tasks.crawl import FetchResult
+    from tasks.embed import embed_rows, load_embedder
+    from tasks.nodes import build_nodes
+    from tasks.parse_html import parse_html
+    from tasks.write import IndexStore
+
+    embedder = load_embedder(EmbedConfig(device="cpu", threads=1))
+    store = IndexStore(tmp_path)
+    store.prepare(embedder.info.as_metadata())
+    codes = ["QX72219", "QX27291", "QX72921", "XQ72291", "QX92291", "QX72290"]
+    pages = [(f"http://t.test/p{i}", f"<p>The stall keeps a ledger where code {codes[i % 6]} marks a delivery.</p>")
+             for i in range(24)]
+    pages.append(("http://t.test/target", "<p>A customer returned a loaf from batch QX72291 because the crust "
+                                          "was burnt.</p>"))
+    docs = []
+    for url, body in pages:
+        fetch = FetchResult(url=url, final_url=url, raw_key="k", content_type="text/html")
+        docs.append(build_nodes(parse_html(f"<html><body>{body}</body></html>".encode(), url), document_id(url),
+                                fetch, ParseConfig()))
+    embed_rows([r for d in docs for r in [d.document, *d.components, *d.subcomponents]], embedder, {})
+    store.replace_documents({"documents": [d.document for d in docs],
+                             "components": [c for d in docs for c in d.components],
+                             "subcomponents": [s for d in docs for s in d.subcomponents],
+                             "edges": [e for d in docs for e in d.edges]}, [d.document["id"] for d in docs])
+    store.build_text_indexes()
+    store.publish("test", {})
+    index = laminae.open(str(tmp_path), embed=embedder.embed_query)
+    target = document_id("http://t.test/target")
+    dense = index.search("QX72291", layer=1, k=3)
+    assert target not in {h.document_id for h in dense}
+    assert index.search("QX72291", layer=1, k=3, mode="fts")[0].document_id == target
+    assert index.search("QX72291", layer=1, k=3, mode="hybrid")[0].document_id == target
+    with pytest.raises(ValueError, match="query text"):
+        index.search(np.ones(384, np.float32), layer=1, mode="hybrid")
+
+
+def test_a_reader_keeps_its_pinned_version(tmp_path):
+    make_synthetic_index(str(tmp_path), documents=5, components_per_document=2, subcomponents_per_component=2,
+                         dim=8, seed=1)
+    before = laminae.open(str(tmp_path))
+    q = _query(9, dim=8)
+    hits_before = [h.id for h in before.search(q, layer=1, k=10)]
+    assert before.stats()["documents"] == 5
+    make_synthetic_index(str(tmp_path), documents=5, components_per_document=2, subcomponents_per_component=2,
+                         dim=8, seed=2)  # a second "build" into the same index
+    after = laminae.open(str(tmp_path))
+    assert after.version == before.version + 1 and after.stats()["documents"] == 10
+    assert before.stats()["documents"] == 5
+    fresh = laminae.open(str(tmp_path), version=before.version)
+    assert [h.id for h in fresh.search(q, layer=1, k=10)] == hits_before
