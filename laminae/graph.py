@@ -16,22 +16,37 @@ import pyarrow.compute as pc
 
 @dataclass
 class Layer:
-    """One node table: ids, kinds, vectors and pointers, sorted by document."""
+    """One node table: ids, kinds, texts, vectors and pointers, sorted by document (then parent)."""
 
     ids: np.ndarray  # object array of str
     kinds: np.ndarray
+    text: pa.Array  # what a model reads, kept as Arrow (no Python strings until asked)
     vectors: np.ndarray  # float32 (n, dim), unit length
     doc: np.ndarray  # int32 index into the documents layer
     parent: np.ndarray  # int32 index into the layer above (documents for components)
     starts: np.ndarray  # per document: first row (len = n_documents + 1)
     position: dict[str, int]
+    parent_starts: np.ndarray | None = None  # per parent row: first row (rows are grouped by parent)
 
     def rows_of_documents(self, docs: np.ndarray) -> np.ndarray:
-        """Row indices of every node of these documents."""
+        """Row indices of every node of these documents (in the order of ``docs``)."""
         if len(docs) == 0:
             return np.zeros(0, dtype=np.int64)
         spans = [np.arange(self.starts[d], self.starts[d + 1]) for d in docs]
-        return np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
+        return np.concatenate(spans)
+
+
+def group_max(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Max of ``scores[starts[i]:starts[i+1]]`` per group i (-inf for an empty group).
+
+    ``scores`` may be 2-d (rows × queries); groups are contiguous.
+    """
+    n = len(starts) - 1
+    out = np.full((n, *scores.shape[1:]), -np.inf, dtype=np.float32)
+    nonempty = starts[:-1] < starts[1:]
+    if scores.shape[0] and nonempty.any():
+        out[nonempty] = np.maximum.reduceat(scores, starts[:-1][nonempty], axis=0)
+    return out
 
 
 def _vectors(table: pa.Table, dim: int) -> np.ndarray:
@@ -51,23 +66,29 @@ class Graph:
     """Layers 0–2 in memory plus document → document link adjacency."""
 
     def __init__(self, tables: dict, dim: int) -> None:
-        docs = _read(tables["documents"], ["id", "kind", "vector"])
+        docs = _read(tables["documents"], ["id", "kind", "title", "url", "text", "vector"])
         order = pc.sort_indices(docs, [("id", "ascending")])
         docs = docs.take(order)
         doc_ids = np.array(docs.column("id").to_pylist(), dtype=object)
         self.doc_position = {d: i for i, d in enumerate(doc_ids)}
         n_docs = len(doc_ids)
+        self.titles = docs.column("title").combine_chunks() if n_docs else pa.array([], pa.string())
+        self.urls = docs.column("url").combine_chunks() if n_docs else pa.array([], pa.string())
         self.layers: list[Layer] = [Layer(
             ids=doc_ids, kinds=np.array(docs.column("kind").to_pylist(), dtype=object),
+            text=docs.column("text").combine_chunks() if n_docs else pa.array([], pa.string()),
             vectors=_vectors(docs, dim) if n_docs else np.zeros((0, dim), np.float32),
             doc=np.arange(n_docs, dtype=np.int32), parent=np.full(n_docs, -1, np.int32),
             starts=np.arange(n_docs + 1, dtype=np.int64), position=self.doc_position,
         )]
         for name in ("components", "subcomponents"):
             upper = self.layers[-1]
-            data = _read(tables[name], ["id", "document_id", "parent_id", "kind", "vector"])
+            data = _read(tables[name], ["id", "document_id", "parent_id", "kind", "text", "vector"])
             if data.num_rows:
-                data = data.take(pc.sort_indices(data, [("document_id", "ascending"), ("id", "ascending")]))
+                keys = [("document_id", "ascending"), ("id", "ascending")]
+                if name == "subcomponents":  # grouped by parent, in the components' own order
+                    keys.insert(1, ("parent_id", "ascending"))
+                data = data.take(pc.sort_indices(data, keys))
             ids = np.array(data.column("id").to_pylist(), dtype=object)
             doc = np.array([self.doc_position.get(d, -1) for d in data.column("document_id").to_pylist()],
                            dtype=np.int32)
@@ -76,9 +97,12 @@ class Graph:
             starts = np.searchsorted(doc, np.arange(n_docs + 1)).astype(np.int64)
             self.layers.append(Layer(
                 ids=ids, kinds=np.array(data.column("kind").to_pylist(), dtype=object),
+                text=data.column("text").combine_chunks() if data.num_rows else pa.array([], pa.string()),
                 vectors=_vectors(data, dim) if data.num_rows else np.zeros((0, dim), np.float32),
                 doc=doc, parent=parent, starts=starts, position={s: i for i, s in enumerate(ids)},
             ))
+        subs = self.layers[2]
+        subs.parent_starts = np.searchsorted(subs.parent, np.arange(len(self.layers[1].ids) + 1)).astype(np.int64)
         edges = tables["edges"]
         links = (edges.search().where("kind = 'links_to' AND resolved = true").select(
             ["src_id", "src_layer", "dst_id", "document_id"]).limit(None).to_arrow()
@@ -103,12 +127,6 @@ class Graph:
                     comp = int(sub_layer.parent[row]) if row is not None else None
                 if comp is not None and comp >= 0:
                     self.component_links.setdefault(comp, set()).add(d)
-
-    def max_by_group(self, scores: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
-        """Per group, the maximum score of its members (-inf for groups without members)."""
-        out = np.full(n_groups, -np.inf, dtype=np.float32)
-        np.maximum.at(out, groups, scores)
-        return out
 
     def ancestor(self, layer: int, rows: np.ndarray, target: int) -> np.ndarray:
         """Indices at layer ``target`` (0 or 1) of the ancestors of ``rows`` at ``layer``."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 
-from laminae.graph import Graph
+from laminae.graph import Graph, group_max
 from laminae.stats import table_stats
 from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 
@@ -221,25 +221,30 @@ class Index:
         return sorted(str(g.layers[0].ids[d]) for d in out)
 
     # -- search --------------------------------------------------------------------------------
-    def _hits(self, layer: int, rows: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
-        if len(rows) == 0 or k <= 0:
+    def _hits(self, layer: int, rows: np.ndarray | None, scores: np.ndarray, k: int) -> list[Hit]:
+        """The top-``k`` of ``scores`` (over ``rows``, or the whole layer when None), best first."""
+        if len(scores) == 0 or k <= 0:
             return []
-        top = np.argpartition(-scores, min(k, len(scores)) - 1)[:k] if len(scores) > k else np.arange(len(scores))
-        top = top[np.lexsort((self.graph.layers[layer].ids[rows[top]], -scores[top]))]
-        lay = self.graph.layers[layer]
-        docs = self.graph.layers[0].ids
-        hits = [Hit(str(lay.ids[rows[i]]), float(scores[i]), layer, str(lay.kinds[rows[i]]),
-                    str(docs[lay.doc[rows[i]]])) for i in top]
-        texts = {n["id"]: n for n in self.get([h.id for h in hits])}
-        for hit in hits:
-            node = texts.get(hit.id, {})
-            hit.text = node.get("text")
-            hit.extra = {key: node[key] for key in ("title", "url", "section_path", "image_url") if node.get(key)}
-        return hits
-
-    def _rows(self, layer: int, kinds: Sequence[str] | None, documents: Sequence[str] | None) -> np.ndarray:
         g = self.graph
         lay = g.layers[layer]
+        rows = np.arange(len(scores)) if rows is None else rows
+        top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        top = top[np.lexsort((lay.ids[rows[top]], -scores[top]))]
+        hits = []
+        for i in top:
+            row = int(rows[i])
+            doc = int(lay.doc[row])
+            hits.append(Hit(str(lay.ids[row]), float(scores[i]), layer, str(lay.kinds[row]), str(g.layers[0].ids[doc]),
+                            text=lay.text[row].as_py(),
+                            extra={"title": g.titles[doc].as_py(), "url": g.urls[doc].as_py()}))
+        return hits
+
+    def _rows(self, layer: int, kinds: Sequence[str] | None, documents: Sequence[str] | None) -> np.ndarray | None:
+        """Rows of a layer passing the filters; None means every row (no copy of the vectors)."""
+        g = self.graph
+        lay = g.layers[layer]
+        if documents is None and kinds is None:
+            return None
         if documents is not None:
             docs = np.array(sorted({g.doc_position[d] for d in documents if d in g.doc_position}), dtype=np.int64)
             rows = lay.rows_of_documents(docs) if layer else docs
@@ -249,6 +254,10 @@ class Index:
             rows = rows[np.isin(lay.kinds[rows], list(kinds))]
         return rows
 
+    def _dense(self, layer: int, rows: np.ndarray | None, q: np.ndarray) -> np.ndarray:
+        vectors = self.graph.layers[layer].vectors
+        return vectors @ q if rows is None else vectors[rows] @ q
+
     def search(self, query, layer=1, k: int = 10, kinds: Sequence[str] | None = None,
                documents: Sequence[str] | None = None, mode: str = "dense") -> list[Hit]:
         """Top-``k`` nodes of one layer by dense similarity, full-text (BM25) or both fused (RRF)."""
@@ -257,8 +266,7 @@ class Index:
             raise ValueError(f"mode must be dense, fts or hybrid; got {mode!r}")
         if mode == "dense":
             rows = self._rows(layer, kinds, documents)
-            vectors = self.graph.layers[layer].vectors[rows]
-            return self._hits(layer, rows, vectors @ self._query_vector(query), k)
+            return self._hits(layer, rows, self._dense(layer, rows, self._query_vector(query)), k)
         if not isinstance(query, str):
             raise ValueError(f"mode={mode} needs the query text, not a vector")
         depth = max(k * 4, 50)
@@ -326,12 +334,18 @@ class Index:
                 else:
                     raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
             candidates = np.array(sorted(linked), dtype=np.int64)
-        if granularity == 0:
-            scores = g.layers[0].vectors[candidates] @ q
-            return self._hits(0, candidates, scores, k)
         lay = g.layers[granularity]
-        rows = lay.rows_of_documents(candidates) if scope == "local" else np.arange(len(lay.ids))
-        best = g.max_by_group(lay.vectors[rows] @ q, lay.doc[rows], n_docs)[candidates]
+        if scope == "global":
+            if granularity == 0:
+                return self._hits(0, None, lay.vectors @ q, k)
+            best = group_max(lay.vectors @ q, lay.starts)
+            keep = np.flatnonzero(np.isfinite(best))
+            return self._hits(0, keep, best[keep], k)
+        if granularity == 0:
+            return self._hits(0, candidates, lay.vectors[candidates] @ q, k)
+        rows = lay.rows_of_documents(candidates)
+        sizes = lay.starts[candidates + 1] - lay.starts[candidates]
+        best = group_max(lay.vectors[rows] @ q, np.concatenate([[0], np.cumsum(sizes)]))
         keep = np.isfinite(best)
         return self._hits(0, candidates[keep], best[keep], k)
 
@@ -340,19 +354,23 @@ class Index:
         2: max over its subcomponents)."""
         if granularity not in (1, 2):
             raise ValueError(f"granularity must be 1 or 2; got {granularity!r}")
-        g = self.graph
         q = self._query_vector(query)
         rows = self._rows(1, None, documents)
         if granularity == 1:
-            return self._hits(1, rows, g.layers[1].vectors[rows] @ q, k)
-        subs = g.layers[2]
-        docs = np.unique(g.layers[1].doc[rows])
-        sub_rows = subs.rows_of_documents(docs)
-        best = np.full(len(g.layers[1].ids), -np.inf, dtype=np.float32)
-        np.maximum.at(best, subs.parent[sub_rows], subs.vectors[sub_rows] @ q)
-        scores = best[rows]
-        keep = np.isfinite(scores)
-        return self._hits(1, rows[keep], scores[keep], k)
+            return self._hits(1, rows, self.graph.layers[1].vectors[rows] @ q, k)
+        best = self._component_max(rows, q[None, :])[:, 0]
+        keep = np.isfinite(best)
+        return self._hits(1, rows[keep], best[keep], k)
+
+    def _component_max(self, rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """Per component row: max similarity over its subcomponents for each query (-inf if none)."""
+        subs = self.graph.layers[2]
+        starts = subs.parent_starts
+        sizes = starts[rows + 1] - starts[rows]
+        if len(rows) == 0:
+            return np.zeros((0, len(queries)), dtype=np.float32)
+        sub_rows = np.concatenate([np.arange(starts[r], starts[r + 1]) for r in rows])
+        return group_max(subs.vectors[sub_rows] @ queries.T, np.concatenate([[0], np.cumsum(sizes)]))
 
     # -- LILaC ---------------------------------------------------------------------------------
     def component_query_max(self, queries: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -360,18 +378,16 @@ class Index:
         own vector when it has none), for the given component rows (default: all)."""
         g = self.graph
         comps, subs = g.layers[1], g.layers[2]
-        n = len(comps.ids)
-        rows = np.arange(n) if rows is None else rows
-        out = np.full((n, len(queries)), -np.inf, dtype=np.float32)
-        docs = np.unique(comps.doc[rows])
-        sub_rows = subs.rows_of_documents(docs) if len(rows) < n else np.arange(len(subs.ids))
-        if len(sub_rows):
-            sims = subs.vectors[sub_rows] @ queries.T
-            np.maximum.at(out, subs.parent[sub_rows], sims)
-        lonely = rows[~np.isfinite(out[rows, 0])]
+        if rows is None:
+            out = group_max(subs.vectors @ queries.T, subs.parent_starts)
+            rows_all = np.arange(len(comps.ids))
+        else:
+            out = self._component_max(rows, queries)
+            rows_all = rows
+        lonely = np.flatnonzero(~np.isfinite(out[:, 0])) if len(out) else np.zeros(0, np.int64)
         if len(lonely):
-            out[lonely] = comps.vectors[lonely] @ queries.T
-        return out[rows]
+            out[lonely] = comps.vectors[rows_all[lonely]] @ queries.T
+        return out
 
     def beam_search(self, subqueries: Sequence, beam: int = 30, iterations: int = 1, k: int = 10) -> BeamResult:
         """LILaC late-interaction beam search over component pairs.
