@@ -291,3 +291,30 @@ def test_image_capable_model_embeds_pixels(tiny_clip, tmp_path, prefect_harness)
     assert not np.allclose(bus["vector"], embedder.embed([bus["text"]])[0], atol=1e-3)
     with pytest.raises(Exception, match="never mixed"):
         build(site.seeds(), tmp_path / "clip", tmp_path)  # the default text model into a CLIP index
+
+
+def test_agent_loop_example_runs_on_the_demo_index(site_index, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "agent_loop.py"
+    spec = importlib.util.spec_from_file_location("agent_loop", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    index = laminae.open(str(site_index[0]))
+    evidence = module.run(index, "Which bread bakes for a whole day at low heat?", max_steps=4, threshold=0.99)
+    assert evidence and evidence == sorted(evidence, key=lambda h: -h.score)
+    assert any("Pumpernickel" in h.text for h in evidence)
+    out = capsys.readouterr().out
+    assert "step 0  global g=0" in out and "local g=1" in out
+    # the demo index answers FiF hops and LILaC beam search with string queries (the index's own model)
+    hop = index.documents("rye bread", k=3, granularity=2)
+    assert "Rye" in hop[0].extra["title"]
+    beam = index.beam_search(["rye bread", "baked for hours"], beam=5, k=3)
+    assert beam.components and beam.edges[0][2] >= beam.edges[-1][2]
+    image = index.search("people waiting by a bus", layer=1, k=1, kinds=["image"])[0]
+    node = index.get([image.id])[0]
+    assert node["image"][:3] == b"\xff\xd8\xff"
+    obj = index.search("person", layer=2, k=1, kinds=["object"])[0]
+    crop = index.get([obj.id])[0]["crop"]
+    assert crop.startswith(b"\x89PNG")
