@@ -49,6 +49,14 @@ def group_max(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
+def _index_in(values, universe) -> np.ndarray:
+    """Position of each value in ``universe`` (-1 when absent), vectorized."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int32)
+    return pc.fill_null(pc.index_in(values, value_set=universe), -1).to_numpy(
+        zero_copy_only=False).astype(np.int32)
+
+
 def _vectors(table: pa.Table, dim: int) -> np.ndarray:
     column = table.column("vector").combine_chunks()
     if len(column) == 0:
@@ -62,13 +70,24 @@ def _read(tbl, columns: list[str]) -> pa.Table:
     return tbl.search().select(columns).limit(None).to_arrow()
 
 
+def _sorted(data: pa.Table, keys: list[str], dim: int) -> tuple[pa.Table, np.ndarray]:
+    """Small columns sorted by ``keys`` and the vectors in the same order (one numpy gather)."""
+    vectors = _vectors(data, dim)
+    small = data.drop_columns(["vector"])
+    if small.num_rows == 0:
+        return small, vectors
+    order = pc.sort_indices(small.select(keys), [(k, "ascending") for k in keys]).to_numpy()
+    if np.array_equal(order, np.arange(len(order))):
+        return small, vectors
+    return small.take(order), vectors[order]
+
+
 class Graph:
     """Layers 0–2 in memory plus document → document link adjacency."""
 
     def __init__(self, tables: dict, dim: int) -> None:
-        docs = _read(tables["documents"], ["id", "kind", "title", "url", "text", "vector"])
-        order = pc.sort_indices(docs, [("id", "ascending")])
-        docs = docs.take(order)
+        docs, doc_vectors = _sorted(_read(tables["documents"], ["id", "kind", "title", "url", "text", "vector"]),
+                                    ["id"], dim)
         doc_ids = np.array(docs.column("id").to_pylist(), dtype=object)
         self.doc_position = {d: i for i, d in enumerate(doc_ids)}
         n_docs = len(doc_ids)
@@ -77,30 +96,28 @@ class Graph:
         self.layers: list[Layer] = [Layer(
             ids=doc_ids, kinds=np.array(docs.column("kind").to_pylist(), dtype=object),
             text=docs.column("text").combine_chunks() if n_docs else pa.array([], pa.string()),
-            vectors=_vectors(docs, dim) if n_docs else np.zeros((0, dim), np.float32),
+            vectors=doc_vectors,
             doc=np.arange(n_docs, dtype=np.int32), parent=np.full(n_docs, -1, np.int32),
             starts=np.arange(n_docs + 1, dtype=np.int64), position=self.doc_position,
         )]
+        upper_ids = docs.column("id")
         for name in ("components", "subcomponents"):
-            upper = self.layers[-1]
-            data = _read(tables[name], ["id", "document_id", "parent_id", "kind", "text", "vector"])
-            if data.num_rows:
-                keys = [("document_id", "ascending"), ("id", "ascending")]
-                if name == "subcomponents":  # grouped by parent, in the components' own order
-                    keys.insert(1, ("parent_id", "ascending"))
-                data = data.take(pc.sort_indices(data, keys))
+            keys = ["document_id", "id"]
+            if name == "subcomponents":  # grouped by parent, in the components' own order
+                keys.insert(1, "parent_id")
+            data, vectors = _sorted(_read(tables[name], ["id", "document_id", "parent_id", "kind", "text", "vector"]),
+                                    keys, dim)
             ids = np.array(data.column("id").to_pylist(), dtype=object)
-            doc = np.array([self.doc_position.get(d, -1) for d in data.column("document_id").to_pylist()],
-                           dtype=np.int32)
-            parent = np.array([upper.position.get(p, -1) for p in data.column("parent_id").to_pylist()],
-                              dtype=np.int32)
+            doc = _index_in(data.column("document_id"), docs.column("id"))
+            parent = _index_in(data.column("parent_id"), upper_ids)
             starts = np.searchsorted(doc, np.arange(n_docs + 1)).astype(np.int64)
             self.layers.append(Layer(
                 ids=ids, kinds=np.array(data.column("kind").to_pylist(), dtype=object),
                 text=data.column("text").combine_chunks() if data.num_rows else pa.array([], pa.string()),
-                vectors=_vectors(data, dim) if data.num_rows else np.zeros((0, dim), np.float32),
+                vectors=vectors,
                 doc=doc, parent=parent, starts=starts, position={s: i for i, s in enumerate(ids)},
             ))
+            upper_ids = data.column("id")
         subs = self.layers[2]
         subs.parent_starts = np.searchsorted(subs.parent, np.arange(len(self.layers[1].ids) + 1)).astype(np.int64)
         edges = tables["edges"]

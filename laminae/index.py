@@ -370,7 +370,7 @@ class Index:
         if len(rows) == 0:
             return np.zeros((0, len(queries)), dtype=np.float32)
         sub_rows = np.concatenate([np.arange(starts[r], starts[r + 1]) for r in rows])
-        return group_max(subs.vectors[sub_rows] @ queries.T, np.concatenate([[0], np.cumsum(sizes)]))
+        return group_max((queries @ subs.vectors[sub_rows].T).T, np.concatenate([[0], np.cumsum(sizes)]))
 
     # -- LILaC ---------------------------------------------------------------------------------
     def component_query_max(self, queries: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -379,7 +379,8 @@ class Index:
         g = self.graph
         comps, subs = g.layers[1], g.layers[2]
         if rows is None:
-            out = group_max(subs.vectors @ queries.T, subs.parent_starts)
+            # (Q V^T)^T: a much faster BLAS path than V Q^T for a handful of queries
+            out = group_max((queries @ subs.vectors.T).T, subs.parent_starts)
             rows_all = np.arange(len(comps.ids))
         else:
             out = self._component_max(rows, queries)
