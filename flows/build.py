@@ -20,6 +20,7 @@ from laminae.stats import table_stats
 from schemas.tables import TABLES
 from tasks.config import BuildSettings
 from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
+from tasks.detect import resolve_weights
 from tasks.edges import resolve_links
 from tasks.embed import load_embedder
 from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch
@@ -48,6 +49,8 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings) -> list[
 
 @task(name="prepare-index", cache_policy=NO_CACHE)
 def prepare_index(index: str, settings: BuildSettings) -> dict:
+    if settings.detect.enabled:
+        resolve_weights(settings.detect)  # a wrong weights path fails now, not after the crawl
     embedder = load_embedder(settings.embed)
     IndexStore(index).prepare(embedder.info.as_metadata())
     return {**embedder.info.as_metadata(), "device": embedder.device}

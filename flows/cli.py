@@ -184,11 +184,14 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from pydantic import ValidationError
 
+    from tasks.detect import DetectorConfigError
+    from tasks.embed import EmbedderConfigError
     from tasks.seeds import SeedsError
+    from tasks.write import IndexConfigError
 
     try:
         return args.func(args)
-    except (SeedsError, ValidationError) as exc:
+    except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -185,9 +185,15 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
             edges.extend(contains_edge(image, r["id"]) for r in previous)
             image["detected"] = True
             continue
-        try:
-            if detector is None:
+        if detector is None:
+            try:
                 detector = Detector(settings.detect, weights, settings.embed.threads)
+            except ImportError as exc:
+                problems.append(error_row(run_id, None, "detect", "detector_unavailable",
+                                          f"ultralytics cannot be imported ({exc}); install the ml extra",
+                                          severity="warning"))
+                return rows, edges, problems
+        try:
             pil = load_image(raw.get(image["image_key"]))
             found = detector.detect(pil)
             width, height = pil.size

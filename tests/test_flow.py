@@ -220,7 +220,7 @@ def test_links_resolve_through_redirects_and_canonical_urls(server, tmp_path, pr
     assert by_target["/nowhere"]["dst_id"] == document_id(s.url("/nowhere"))
 
 
-def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harness):
+def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harness, monkeypatch):
     from flows.cli import main
 
     index = site_index[0]
@@ -231,6 +231,12 @@ def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harn
     assert "laminae build" in capsys.readouterr().err
     assert main(["build", "--seeds", str(tmp_path / "missing.txt"), "--index", str(tmp_path / "x")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    seeds = tmp_path / "one.txt"
+    seeds.write_text("http://127.0.0.1:9/x\n")
+    monkeypatch.setenv("LAMINAE_DETECT__WEIGHTS", str(tmp_path / "nope.pt"))
+    assert main(["build", "--seeds", str(seeds), "--index", str(tmp_path / "y")]) == 2
+    assert "never downloaded" in capsys.readouterr().err
+    monkeypatch.delenv("LAMINAE_DETECT__WEIGHTS")
     assert main(["demo", "--index", str(tmp_path / "demo"), "--port", "0"]) == 0
     out = capsys.readouterr().out
     assert "success" in out and "documents       13" in out
