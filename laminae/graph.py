@@ -70,14 +70,11 @@ def _read(tbl, columns: list[str]) -> pa.Table:
     return tbl.search().select(columns).limit(None).to_arrow()
 
 
-def _sorted(data: pa.Table, keys: list[str], dim: int) -> tuple[pa.Table, np.ndarray]:
-    """Small columns sorted by ``keys`` and the vectors in the same order (one numpy gather)."""
+def _reordered(data: pa.Table, order: np.ndarray, dim: int) -> tuple[pa.Table, np.ndarray]:
+    """The table's small columns and its vectors in ``order`` (no copy when it is the identity)."""
     vectors = _vectors(data, dim)
-    small = data.drop_columns(["vector"])
-    if small.num_rows == 0:
-        return small, vectors
-    order = pc.sort_indices(small.select(keys), [(k, "ascending") for k in keys]).to_numpy()
-    if np.array_equal(order, np.arange(len(order))):
+    small = data.drop_columns(["vector"]) if "vector" in data.column_names else data
+    if small.num_rows == 0 or np.array_equal(order, np.arange(len(order))):
         return small, vectors
     return small.take(order), vectors[order]
 
@@ -86,11 +83,21 @@ class Graph:
     """Layers 0–2 in memory plus document → document link adjacency."""
 
     def __init__(self, tables: dict, dim: int) -> None:
-        docs, doc_vectors = _sorted(_read(tables["documents"], ["id", "kind", "title", "url", "text", "vector"]),
-                                    ["id"], dim)
+        docs_raw = _read(tables["documents"], ["id", "kind", "title", "url", "text", "vector"])
+        comps_raw = _read(tables["components"], ["id", "document_id", "parent_id", "kind", "text", "vector"])
+        subs_raw = _read(tables["subcomponents"], ["id", "document_id", "parent_id", "kind", "text", "vector"])
+        # documents in the order their components first appear in storage, so that rows already
+        # stored grouped by document (and by parent) need no reordering of their vectors
+        n_docs = docs_raw.num_rows
+        comp_doc_raw = _index_in(comps_raw.column("document_id"), docs_raw.column("id"))
+        known = comp_doc_raw[comp_doc_raw >= 0]
+        uniq, first = np.unique(known, return_index=True)
+        doc_order = np.concatenate([uniq[np.argsort(first)], np.setdiff1d(np.arange(n_docs), uniq)]).astype(np.int64)
+        docs, doc_vectors = _reordered(docs_raw, doc_order, dim)
+        rank = np.empty(n_docs, dtype=np.int64)
+        rank[doc_order] = np.arange(n_docs)
         doc_ids = np.array(docs.column("id").to_pylist(), dtype=object)
         self.doc_position = {d: i for i, d in enumerate(doc_ids)}
-        n_docs = len(doc_ids)
         self.titles = docs.column("title").combine_chunks() if n_docs else pa.array([], pa.string())
         self.urls = docs.column("url").combine_chunks() if n_docs else pa.array([], pa.string())
         self.layers: list[Layer] = [Layer(
@@ -100,26 +107,18 @@ class Graph:
             doc=np.arange(n_docs, dtype=np.int32), parent=np.full(n_docs, -1, np.int32),
             starts=np.arange(n_docs + 1, dtype=np.int64), position=self.doc_position,
         )]
-        upper_ids = docs.column("id")
-        for name in ("components", "subcomponents"):
-            keys = ["document_id", "id"]
-            if name == "subcomponents":  # grouped by parent, in the components' own order
-                keys.insert(1, "parent_id")
-            data, vectors = _sorted(_read(tables[name], ["id", "document_id", "parent_id", "kind", "text", "vector"]),
-                                    keys, dim)
-            ids = np.array(data.column("id").to_pylist(), dtype=object)
-            doc = _index_in(data.column("document_id"), docs.column("id"))
-            parent = _index_in(data.column("parent_id"), upper_ids)
-            starts = np.searchsorted(doc, np.arange(n_docs + 1)).astype(np.int64)
-            self.layers.append(Layer(
-                ids=ids, kinds=np.array(data.column("kind").to_pylist(), dtype=object),
-                text=data.column("text").combine_chunks() if data.num_rows else pa.array([], pa.string()),
-                vectors=vectors,
-                doc=doc, parent=parent, starts=starts, position={s: i for i, s in enumerate(ids)},
-            ))
-            upper_ids = data.column("id")
-        subs = self.layers[2]
-        subs.parent_starts = np.searchsorted(subs.parent, np.arange(len(self.layers[1].ids) + 1)).astype(np.int64)
+        comp_doc = np.where(comp_doc_raw >= 0, rank[np.maximum(comp_doc_raw, 0)], n_docs)
+        comps, comp_vectors = _reordered(comps_raw, np.argsort(comp_doc, kind="stable"), dim)
+        self.layers.append(self._layer(comps, comp_vectors, docs.column("id"), docs.column("id"), n_docs))
+        comps_ids = comps.column("id")
+        sub_parent = _index_in(subs_raw.column("parent_id"), comps_ids).astype(np.int64)
+        sub_parent[sub_parent < 0] = len(comps_ids)
+        subs, sub_vectors = _reordered(subs_raw, np.argsort(sub_parent, kind="stable"), dim)
+        self.layers.append(self._layer(subs, sub_vectors, docs.column("id"), comps_ids, n_docs))
+        sub_layer = self.layers[2]
+        sub_layer.parent_starts = np.searchsorted(
+            np.where(sub_layer.parent >= 0, sub_layer.parent, len(comps_ids)), np.arange(len(comps_ids) + 1)
+        ).astype(np.int64)
         edges = tables["edges"]
         links = (edges.search().where("kind = 'links_to' AND resolved = true").select(
             ["src_id", "src_layer", "dst_id", "document_id"]).limit(None).to_arrow()
@@ -144,6 +143,19 @@ class Graph:
                     comp = int(sub_layer.parent[row]) if row is not None else None
                 if comp is not None and comp >= 0:
                     self.component_links.setdefault(comp, set()).add(d)
+
+    @staticmethod
+    def _layer(data: pa.Table, vectors: np.ndarray, doc_ids, parent_ids, n_docs: int) -> Layer:
+        ids = np.array(data.column("id").to_pylist(), dtype=object)
+        doc = _index_in(data.column("document_id"), doc_ids)
+        grouped = np.where(doc >= 0, doc, n_docs)
+        return Layer(
+            ids=ids, kinds=np.array(data.column("kind").to_pylist(), dtype=object),
+            text=data.column("text").combine_chunks() if data.num_rows else pa.array([], pa.string()),
+            vectors=vectors, doc=doc, parent=_index_in(data.column("parent_id"), parent_ids),
+            starts=np.searchsorted(grouped, np.arange(n_docs + 1)).astype(np.int64),
+            position={s: i for i, s in enumerate(ids)},
+        )
 
     def ancestor(self, layer: int, rows: np.ndarray, target: int) -> np.ndarray:
         """Indices at layer ``target`` (0 or 1) of the ancestors of ``rows`` at ``layer``."""
