@@ -58,10 +58,17 @@ def _index_in(values, universe) -> np.ndarray:
 
 
 def _vectors(table: pa.Table, dim: int) -> np.ndarray:
-    column = table.column("vector").combine_chunks()
-    if len(column) == 0:
+    """The vector column as one float32 (n, dim) array, filled chunk by chunk (one copy)."""
+    if "vector" not in table.column_names or table.num_rows == 0:
         return np.zeros((0, dim), dtype=np.float32)
-    return np.ascontiguousarray(column.flatten().to_numpy().reshape(len(column), dim), dtype=np.float32)
+    out = np.empty((table.num_rows, dim), dtype=np.float32)
+    pos = 0
+    for chunk in table.column("vector").chunks:
+        n = len(chunk)
+        if n:
+            out[pos : pos + n] = chunk.flatten().to_numpy().reshape(n, dim)
+            pos += n
+    return out
 
 
 def _read(tbl, columns: list[str]) -> pa.Table:
