@@ -74,6 +74,11 @@ def build_search_indexes(index: str) -> None:
     IndexStore(index).build_text_indexes()
 
 
+@task(name="write-reader-snapshot", cache_policy=NO_CACHE)
+def write_reader_snapshot(index: str, version: int) -> None:
+    IndexStore(index).write_snapshot(version)
+
+
 def _status(indexed: int, errors: list[dict]) -> str:
     hard = [e for e in errors if e["severity"] == "error"]
     if not hard:
@@ -164,5 +169,8 @@ def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
     }])
     if status != "failure":
         summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": cfg.config_hash()})
+        tick = time.perf_counter()
+        write_reader_snapshot(index, summary["manifest_version"])
+        log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
     log.info("run %s %s: %s", run_id, status, json.dumps(summary, default=str))
     return summary

@@ -47,6 +47,11 @@ class BeamResult:
     components: list[Hit]
 
 MANIFEST_DIR = "_manifests"
+SNAPSHOT_DIR = "_snapshots"
+
+
+def snapshot_dir(root: str, version: int) -> Path:
+    return Path(root) / SNAPSHOT_DIR / f"{version:08d}"
 
 
 class IndexOpenError(RuntimeError):
@@ -96,9 +101,19 @@ class Index:
     def graph(self) -> Graph:
         """Vectors, parent pointers and link adjacency in memory (loaded on first use)."""
         if self._graph is None:
-            self._graph = Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")},
-                                int(self.embedder["dim"]))
+            snapshot = snapshot_dir(self.root, self.version)
+            if (snapshot / "COMPLETE").exists():
+                self._graph = Graph.load(snapshot)
+            else:
+                self._graph = Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")},
+                                    int(self.embedder["dim"]))
         return self._graph
+
+    def save_snapshot(self) -> Path:
+        """Write the in-memory view of this version for fast loading (the builder calls this)."""
+        path = snapshot_dir(self.root, self.version)
+        self.graph.save(path)
+        return path
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed a query string with the index's own model (needs the ``ml`` extra) or ``embed=``."""

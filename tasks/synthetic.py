@@ -28,7 +28,8 @@ def _vector_column(v: np.ndarray) -> pa.Array:
 
 def make_synthetic_index(path: str, *, documents: int, components_per_document: int,
                          subcomponents_per_component: int, dim: int = 384, links_per_document: int = 3,
-                         seed: int = 0, chunk_documents: int = 2000, text_index: bool = True) -> dict:
+                         seed: int = 0, chunk_documents: int = 2000, text_index: bool = True,
+                         snapshot: bool = True) -> dict:
     """Write a synthetic index; returns its sizes. Every 10th sentence mentions a rare word."""
     rng = np.random.default_rng(seed)
     store = IndexStore(path)
@@ -86,5 +87,7 @@ def make_synthetic_index(path: str, *, documents: int, components_per_document: 
         counts["edges"] += edges.num_rows
     if text_index:
         store.build_text_indexes()
-    store.publish("synthetic", {"run": {"status": "success", "synthetic": counts}})
+    version = store.publish("synthetic", {"run": {"status": "success", "synthetic": counts}})
+    if snapshot:
+        store.write_snapshot(version)
     return counts

@@ -167,6 +167,18 @@ class IndexStore:
             if tbl.count_rows():
                 tbl.create_index("text", config=FTS(), replace=True)
 
+    def write_snapshot(self, version: int, keep: int = 2) -> None:
+        """Save the reader's in-memory view of manifest ``version``; keep the ``keep`` newest."""
+        import shutil
+
+        import laminae
+        from laminae.index import SNAPSHOT_DIR
+
+        laminae.open(str(self.root), version=version).save_snapshot()
+        snapshots = sorted(p for p in (self.root / SNAPSHOT_DIR).iterdir() if p.name.isdigit())
+        for old in snapshots[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
     # -- manifests -----------------------------------------------------------------------------
     def latest_manifest_version(self) -> int:
         latest = self.root / MANIFEST_DIR / "LATEST"

@@ -208,3 +208,26 @@ def test_a_reader_keeps_its_pinned_version(tmp_path):
     assert before.stats()["documents"] == 5
     fresh = laminae.open(str(tmp_path), version=before.version)
     assert [h.id for h in fresh.search(q, layer=1, k=10)] == hits_before
+
+
+def test_snapshot_loads_the_same_view(tmp_path):
+    from laminae.graph import Graph
+    from laminae.index import snapshot_dir
+
+    make_synthetic_index(str(tmp_path), documents=12, components_per_document=3, subcomponents_per_component=2,
+                         dim=8, seed=4, snapshot=False)
+    index = laminae.open(str(tmp_path))
+    assert not snapshot_dir(str(tmp_path), index.version).exists()
+    from_tables = index.graph
+    path = index.save_snapshot()
+    loaded = Graph.load(path)
+    for a, b in zip(from_tables.layers, loaded.layers, strict=True):
+        assert list(a.ids) == list(b.ids) and list(a.kinds) == list(b.kinds) and a.text.equals(b.text)
+        assert np.array_equal(a.vectors, b.vectors) and np.array_equal(a.doc, b.doc)
+        assert np.array_equal(a.parent, b.parent) and np.array_equal(a.starts, b.starts)
+    assert from_tables.out_links == loaded.out_links and from_tables.component_links == loaded.component_links
+    fresh = laminae.open(str(tmp_path))  # now served from the snapshot
+    q = _query(11, dim=8)
+    assert [(h.id, h.score) for h in fresh.documents(q, k=5, granularity=2)] == \
+        [(h.id, h.score) for h in index.documents(q, k=5, granularity=2)]
+    assert fresh.beam_search([q], beam=4, k=3).edges == index.beam_search([q], beam=4, k=3).edges
