@@ -240,11 +240,3 @@ class Graph:
         for c, d in np.load(src / "component_links.npy").tolist():
             graph.component_links.setdefault(c, set()).add(d)
         return graph
-
-    def ancestor(self, layer: int, rows: np.ndarray, target: int) -> np.ndarray:
-        """Indices at layer ``target`` (0 or 1) of the ancestors of ``rows`` at ``layer``."""
-        if target == 0:
-            return self.layers[layer].doc[rows]
-        if layer == 1:
-            return rows
-        return self.layers[2].parent[rows]

@@ -364,7 +364,7 @@ def embed_pixels(rows: list[tuple[dict, str, list[float] | None]], embedder, kno
 
     ``load_bytes(image_key)`` returns the image bytes. Returns the new vectors by cache key.
     """
-    from tasks.detect import load_image
+    from tasks.detect import crop, load_image
 
     todo: dict[str, tuple[str, list[float] | None]] = {}
     keys = []
@@ -377,8 +377,8 @@ def embed_pixels(rows: list[tuple[dict, str, list[float] | None]], embedder, kno
     if todo:
         images = []
         for image_key, bbox in todo.values():
-            img = load_image(load_bytes(image_key))
-            images.append(img.crop(tuple(int(round(v)) for v in bbox)) if bbox else img)
+            data = load_bytes(image_key)
+            images.append(crop(data, bbox) if bbox else load_image(data))
         new = dict(zip(todo.keys(), embedder.embed_images(images), strict=True))
         known.update(new)
     for (row, _, _), key in zip(rows, keys, strict=True):
