@@ -324,3 +324,14 @@ def test_agent_loop_example_runs_on_the_demo_index(site_index, capsys):
     obj = index.search("person", layer=2, k=1, kinds=["object"])[0]
     crop = index.get([obj.id])[0]["crop"]
     assert crop.startswith(b"\x89PNG")
+
+
+def test_follow_links_builds_the_linked_pages(tmp_path, prefect_harness):
+    with SiteServer() as site:
+        summary = build([site.base_url + "index.html"], tmp_path / "f", tmp_path, follow_links=3)
+    assert summary["status"] == "partial"  # the site links to one missing page: a 404 error row
+    assert summary["errors_by_stage"] == {"crawl:http_404": 1}
+    opened = laminae.open(str(tmp_path / "f"))
+    assert opened.stats()["documents"] == 13  # baguette.html is 3 links from the start page
+    fetches = opened.table("fetches").to_arrow().to_pylist()
+    assert not any("wikipedia" in (f["url"] or "") for f in fetches)  # the off-site link is not followed
