@@ -26,13 +26,14 @@ from tasks.embed import load_embedder
 from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch
 from tasks.rawstore import RawStore
 from tasks.seeds import Seed, read_seeds
-from tasks.write import IndexStore
+from tasks.write import IndexConfigError, IndexStore
 
 log = logging.getLogger("laminae.build")
 
 
 @task(name="crawl-pages", cache_policy=NO_CACHE)
-def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings) -> list[FetchResult]:
+def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings,
+                previous: dict[str, dict] | None = None) -> list[FetchResult]:
     started = time.perf_counter()
     done = Counter()
 
@@ -42,7 +43,7 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings) -> list[
         if total % 50 == 0:
             log.info("crawl: %d pages fetched (%d failed)", total, done["failed"])
 
-    results = crawl(seeds, settings.crawl, RawStore(index), on_result=progress)
+    results = crawl(seeds, settings.crawl, RawStore(index), on_result=progress, previous=previous)
     log.info("crawl: %d fetched, %d failed in %.1f s", done["ok"], done["failed"], time.perf_counter() - started)
     return results
 
@@ -92,11 +93,32 @@ def build_index(seeds: str, index: str, follow_links: int | None = None, setting
     cfg = BuildSettings(**(settings or {}))
     if follow_links is not None:
         cfg.crawl.follow_links = follow_links
-    return run_build(read_seeds(seeds), index, cfg)
+    return run_update(read_seeds(seeds), index, cfg)
 
 
-def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
-    """The body of ``build_index`` (called inside a flow run)."""
+@flow(name="refresh-index", log_prints=True)
+def refresh_index(index: str, seeds: str | None = None) -> dict:
+    """Refresh the index at ``index`` with the seeds and settings it was built with (or new ``seeds``).
+
+    Pages are re-fetched with conditional requests; an unchanged page costs no parse and no
+    embedding, a changed one is re-parsed (unchanged nodes keep their ids and vectors), pages
+    answering 404/410 or dropped from the seeds are removed with their nodes and edges, and a
+    transient failure keeps the page as it was.
+    """
+    meta = IndexStore(index).metadata() or {}
+    if "seeds" not in meta:
+        raise IndexConfigError(f"{index} has no remembered seeds: build it first with `laminae build --seeds FILE "
+                               f"--index {index}`")
+    cfg = BuildSettings(**meta["settings"])
+    seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}) for s in meta["seeds"]]
+    return run_update(seed_list, index, cfg, flow_name="refresh")
+
+
+GONE = ("http_404", "http_410")
+
+
+def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str = "build") -> dict:
+    """The body of ``build_index`` and ``refresh_index`` (called inside a flow run)."""
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -108,16 +130,37 @@ def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
     log.info("run %s: %d seeds → %s (embedder %s on %s)", run_id, len(seed_list), index,
              embedder["model_id"], embedder["device"])
 
-    tick = time.perf_counter()
-    results = crawl_pages(seed_list, index, cfg)
-    seconds["crawl"] += time.perf_counter() - tick
     store = IndexStore(index)
+    store.remember(seeds=[{"url": s.url, "annotations": s.annotations} for s in seed_list],
+                   settings=cfg.model_dump(mode="json"))
+    refresh = flow_name == "refresh"
+    previous = store.previous_fetches() if refresh else None
+    tick = time.perf_counter()
+    results = crawl_pages(seed_list, index, cfg, previous)
+    seconds["crawl"] += time.perf_counter() - tick
     errors = crawl_errors(results, run_id)
-    store.append("errors", errors)
     failed_fetches = [r for r in results if not r.ok or r.content_type not in PAGE_TYPES]
-    store.upsert("fetches", [fetch_row(r, run_id) for r in failed_fetches])
 
     pages = [r for r in results if r.ok and r.content_type in PAGE_TYPES]
+    changes: Counter[str] = Counter()
+    if refresh:
+        by_url = store.documents_by_url()
+        unchanged = [r for r in pages if r.url in by_url and (previous.get(r.url) or {}).get("raw_key") == r.raw_key]
+        store.upsert("fetches", [fetch_row(r, run_id) for r in unchanged])
+        pages = [r for r in pages if r not in unchanged]
+        gone = {r.url for r in results if r.error in GONE and r.url in by_url}
+        reached = {r.url for r in results}
+        transient = any(not r.ok and r.error not in GONE for r in results)
+        dropped = {u for u in by_url if u not in reached and (cfg.crawl.follow_links == 0 or not transient)}
+        store.delete_documents([by_url[u] for u in gone | dropped])
+        for e in errors:
+            if e["url"] in gone:
+                e["severity"], e["message"] = "warning", e["message"] + "; the page and its nodes were removed"
+        changes.update(unchanged=len(unchanged), changed=sum(r.url in by_url for r in pages),
+                       added=sum(r.url not in by_url for r in pages), removed=len(gone | dropped))
+    store.append("errors", errors)
+    store.upsert("fetches", [fetch_row(r, run_id) for r in failed_fetches])
+
     seed_hosts = {host_of(s.url) for s in seed_list}
     size = cfg.batch_documents
     batches = [pages[i : i + size] for i in range(0, len(pages), size)]
@@ -139,7 +182,7 @@ def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
     build_search_indexes(index)
     seconds["text_index"] += time.perf_counter() - tick
 
-    status = _status(totals["indexed"], errors)
+    status = _status(totals["indexed"] + changes["unchanged"], errors)
     stats = table_stats({name: store.table(name) for name in TABLES})
     stats.pop("errors_by_stage")
     errors_by_stage = Counter(f"{e['stage']}:{e['reason']}" for e in errors if e["severity"] == "error")
@@ -155,6 +198,7 @@ def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
         "embedded": totals["embedded"],
         "reused_vectors": totals["reused"],
         "links": links,
+        "changes": dict(changes),
         "counts": stats,
         "errors_by_stage": dict(errors_by_stage),
         "warnings_by_stage": dict(warnings_by_stage),
@@ -163,7 +207,7 @@ def run_build(seed_list: list[Seed], index: str, cfg: BuildSettings) -> dict:
     }
     version = store.latest_manifest_version() + 1 if status != "failure" else None
     store.append("runs", [{
-        "id": run_id, "flow": "build", "status": status, "started_at": started_at,
+        "id": run_id, "flow": flow_name, "status": status, "started_at": started_at,
         "finished_at": datetime.now(UTC), "config_hash": cfg.config_hash(),
         "manifest_version": version, "summary": json.dumps(summary, default=str),
     }])

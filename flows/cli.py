@@ -109,6 +109,19 @@ def cmd_build(args: argparse.Namespace) -> int:
     return _finish(summary, args.index, args)
 
 
+def cmd_refresh(args: argparse.Namespace) -> int:
+    from flows.build import refresh_index
+    from tasks.seeds import read_seeds
+
+    if args.seeds:
+        read_seeds(args.seeds)
+    summary = refresh_index(index=args.index, seeds=args.seeds)
+    changes = summary.get("changes", {})
+    print(f"refresh: {changes.get('unchanged', 0)} unchanged, {changes.get('changed', 0)} changed, "
+          f"{changes.get('added', 0)} added, {changes.get('removed', 0)} removed; {summary['embedded']} embedded")
+    return _finish(summary, args.index, args)
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     import laminae
 
@@ -164,6 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--index", required=True, help="index directory (created if missing)")
     _add_build_options(p)
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("refresh", help="re-fetch an index's seeds; re-parse and re-embed only what changed")
+    p.add_argument("--index", required=True, help="an index built with `laminae build`")
+    p.add_argument("--seeds", help="replace the remembered seed list with this file")
+    p.add_argument("--json", action="store_true", help="print the stats as JSON")
+    p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
+    p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser("stats", help="print an index's counts")
     p.add_argument("--index", required=True)

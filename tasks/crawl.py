@@ -376,8 +376,14 @@ async def crawl_async(
     *,
     on_result: Callable[[FetchResult], None] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    previous: dict[str, dict] | None = None,
 ) -> list[FetchResult]:
-    """Fetch the seeds, then breadth-first in-scope links up to ``cfg.follow_links`` deep."""
+    """Fetch the seeds, then breadth-first in-scope links up to ``cfg.follow_links`` deep.
+
+    ``previous`` (URL → the last ``fetches`` row) makes requests conditional (ETag,
+    Last-Modified); a 304 answer carries the previous raw key, type and final URL.
+    """
+    previous = previous or {}
     seed_hosts = {host_of(s.url) for s in seeds}
     results: list[FetchResult] = []
     seen: set[str] = set()
@@ -389,16 +395,28 @@ async def crawl_async(
             frontier.append((seed.url, seed.annotations))
     async with Crawler(cfg, store, seed_hosts, transport=transport) as crawler:
         for depth in range(cfg.follow_links + 1):
-            fetched = await asyncio.gather(*(crawler.fetch(url) for url, _ in frontier))
+            fetched = await asyncio.gather(*(
+                crawler.fetch(url, etag=previous.get(url, {}).get("etag"),
+                              last_modified=previous.get(url, {}).get("last_modified"))
+                for url, _ in frontier))
             next_frontier: list[tuple[str, dict]] = []
             for res, (_, annotations) in zip(fetched, frontier, strict=True):
                 res.depth, res.annotations = depth, annotations
+                before = previous.get(res.url)
+                if res.not_modified and before and before.get("raw_key") in store:
+                    res.raw_key, res.content_type = before["raw_key"], before["content_type"]
+                    res.final_url, res.size = before.get("final_url") or res.url, before.get("size") or 0
+                    res.etag = res.etag or before.get("etag")
+                    res.last_modified = res.last_modified or before.get("last_modified")
+                elif res.not_modified:  # a 304 for a page whose bytes we lack: fetch it whole
+                    res = await crawler.fetch(res.url)
+                    res.depth, res.annotations = depth, annotations
                 results.append(res)
                 if on_result:
                     on_result(res)
                 if res.final_url:
                     seen.add(normalize_url(res.final_url))
-                if depth == cfg.follow_links or not res.ok or res.content_type not in PAGE_TYPES:
+                if depth == cfg.follow_links or not res.ok or res.content_type not in PAGE_TYPES or not res.raw_key:
                     continue
                 for link in extract_links(store.get(res.raw_key), res.final_url or res.url):
                     key = normalize_url(link)

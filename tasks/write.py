@@ -82,6 +82,12 @@ class IndexStore:
             if name not in existing:
                 self.db.create_table(name, schema=schema, exist_ok=True)
 
+    def remember(self, **entries) -> None:
+        """Merge ``entries`` (seeds, settings, ...) into ``index.json`` so a refresh can reuse them."""
+        meta = self.metadata() or {}
+        meta.update(entries)
+        _atomic_write(self.root / META_FILE, json.dumps(meta, indent=2, default=str))
+
     def table(self, name: str):
         """The latest version of table ``name`` (opened anew: other handles may have written since)."""
         if name not in TABLES:
@@ -147,6 +153,30 @@ class IndexStore:
             elif document_ids:
                 tbl.delete(scope)
         self.upsert("documents", batches.get("documents", []))
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        """Remove documents with all their nodes and edges (edges they own; links to them stop resolving
+        at the next link resolution)."""
+        if not document_ids:
+            return
+        ids = _sql_list(document_ids)
+        for name in ("edges", "subcomponents", "components"):
+            self.table(name).delete(f"document_id IN ({ids})")
+        self.table("documents").delete(f"id IN ({ids})")
+
+    def previous_fetches(self) -> dict[str, dict]:
+        """The last ``fetches`` row of every URL (for conditional requests)."""
+        tbl = self.table("fetches")
+        if tbl.count_rows() == 0:
+            return {}
+        rows = tbl.search().select(["url", "final_url", "etag", "last_modified", "raw_key", "content_type", "size",
+                                    "error"]).limit(None).to_arrow().to_pylist()
+        return {r["url"]: r for r in rows if not r["error"]}
+
+    def documents_by_url(self) -> dict[str, str]:
+        """Requested URL → document id of every indexed document."""
+        rows = self.table("documents").search().select(["id", "url"]).limit(None).to_arrow().to_pylist()
+        return {r["url"]: r["id"] for r in rows}
 
     def upsert(self, name: str, rows: list[dict]) -> None:
         if not rows:

@@ -1,0 +1,101 @@
+"""Refresh against a site on 127.0.0.1 that the test edits: only what changed is re-parsed and re-embedded."""
+
+from __future__ import annotations
+
+import pytest
+
+import laminae
+from schemas import document_id
+from tests.conftest import Route, page
+
+pytestmark = pytest.mark.slow
+SETTINGS = {"crawl": {"backoff": 0.01, "retries": 0, "timeout_read": 2.0}, "embed": {"device": "cpu", "threads": 1}}
+
+
+def _etag_route(body: bytes, etag: str, hits: list):
+    def handler(h):
+        hits.append(h.headers.get("If-None-Match"))
+        if h.headers.get("If-None-Match") == etag:
+            h.send_response(304)
+            h.send_header("ETag", etag)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        h.send_response(200)
+        h.send_header("Content-Type", "text/html")
+        h.send_header("ETag", etag)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    return handler
+
+
+def _nodes(index, url: str) -> dict[str, set[str]]:
+    opened = laminae.open(str(index))
+    doc = document_id(url)
+    return {name: set(opened.table(name).to_arrow().filter(
+        opened.table(name).to_arrow().column("document_id").to_numpy(zero_copy_only=False) == doc
+    ).column("id").to_pylist()) for name in ("components", "subcomponents", "edges")}
+
+
+def test_refresh_reembeds_only_what_changed(server, tmp_path, prefect_harness):
+    from flows.build import build_index, refresh_index
+
+    s = server
+    para = "Rye bread is dense. It keeps for days. Bakers sour the dough first."
+    s.routes["/a"] = Route(body=page("A", f"<p>{para}</p><p>See <a href='/b'>B</a> and <a href='/c'>C</a>.</p>"))
+    s.routes["/b"] = Route(body=page("B", "<p>Baguettes are long. They are crisp.</p><p>Back to <a href='/a'>A</a>.</p>"))
+    table = "<table><tr><th>Loaf</th><th>Price</th></tr><tr><td>Rye</td><td>6.20</td></tr><tr><td>Bun</td><td>0.90</td></tr></table>"
+    s.routes["/c"] = Route(body=page("C", f"<p>Prices at the stall.</p>{table}"))
+    hits: list = []
+    s.routes["/d"] = _etag_route(page("D", "<p>An unchanging page with an ETag.</p>"), '"v1"', hits)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(s.url(p) for p in ("/a", "/b", "/c", "/d")) + "\n")
+    index = str(tmp_path / "index")
+    first = build_index(seeds=str(seeds), index=index, settings=SETTINGS)
+    assert first["status"] == "success"
+
+    same = refresh_index(index=index)
+    assert same["status"] == "success" and same["embedded"] == 0
+    assert same["changes"] == {"unchanged": 4, "changed": 0, "added": 0, "removed": 0}
+    assert hits[-1] == '"v1"'  # a conditional request, answered 304
+    assert same["manifest_version"] == first["manifest_version"] + 1
+
+    before_a, before_b, before_c = (_nodes(index, s.url(p)) for p in ("/a", "/b", "/c"))
+    s.routes["/a"] = Route(body=page("A", f"<p>{para.replace('keeps for days', 'keeps for a week')}</p>"
+                                          "<p>See <a href='/b'>B</a> and <a href='/c'>C</a>.</p>"))
+    s.routes["/b"] = Route(body=page("B", "<p>A brand new first paragraph.</p><p>Baguettes are long. They are crisp.</p>"
+                                          "<p>Back to <a href='/a'>A</a>.</p>"))
+    s.routes["/c"] = Route(body=page("C", "<p>Prices at the stall.</p>" + table.replace("6.20", "6.40")))
+    edited = refresh_index(index=index)
+    assert edited["changes"] == {"unchanged": 1, "changed": 3, "added": 0, "removed": 0}
+    after_a, after_b, after_c = (_nodes(index, s.url(p)) for p in ("/a", "/b", "/c"))
+    # /a: one sentence (and its paragraph) changed; the other sentences keep their ids
+    assert len(before_a["subcomponents"] - after_a["subcomponents"]) == 1
+    assert len(after_a["subcomponents"] - before_a["subcomponents"]) == 1
+    # /b: a paragraph inserted at the top; every earlier node keeps its id
+    assert before_b["components"] < after_b["components"] and before_b["subcomponents"] < after_b["subcomponents"]
+    # /c: one cell edited: one row and the table change, the other row keeps its id
+    assert len(before_c["subcomponents"] - after_c["subcomponents"]) == 1
+    # new texts only: /a's paragraph + sentence, /b's paragraph + sentence, /c's table + row, + changed documents
+    assert 6 <= edited["embedded"] <= 9
+
+    s.routes["/a"] = Route(status=404, body=b"gone")
+    s.routes["/b"] = Route(status=500, body=b"down")
+    broken = refresh_index(index=index)
+    assert broken["status"] == "partial"
+    assert broken["changes"]["removed"] == 1 and broken["embedded"] == 0
+    assert _nodes(index, s.url("/a")) == {"components": set(), "subcomponents": set(), "edges": set()}
+    assert _nodes(index, s.url("/b")) == after_b  # a transient failure keeps the page as it was
+    opened = laminae.open(str(index))
+    assert document_id(s.url("/a")) not in {d["id"] for d in opened.table("documents").to_arrow().to_pylist()}
+    links = [e for e in opened.table("edges").to_arrow().to_pylist() if e["kind"] == "links_to"]
+    assert links and all(not e["resolved"] for e in links if e["target_url"] == s.url("/a"))
+
+    s.routes["/b"] = Route(body=page("B", "<p>Back.</p>"))
+    fewer = tmp_path / "fewer.txt"
+    fewer.write_text(s.url("/c") + "\n")
+    dropped = refresh_index(index=index, seeds=str(fewer))
+    assert dropped["changes"]["removed"] == 2  # /b and /d left the seed list
+    assert {d["url"] for d in laminae.open(str(index)).table("documents").to_arrow().to_pylist()} == {s.url("/c")}
