@@ -29,6 +29,17 @@ class IndexConfigError(RuntimeError):
     """The index cannot be written as asked; the message says how to fix it."""
 
 
+CRASH_ENV = "LAMINAE_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL when ``$LAMINAE_CRASH_AT`` names this point (crash-safety tests)."""
+    if os.environ.get(CRASH_ENV) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -152,6 +163,7 @@ class IndexStore:
                  .when_not_matched_by_source_delete(scope).execute(data))
             elif document_ids:
                 tbl.delete(scope)
+            crash_point(f"write:{name}")
         self.upsert("documents", batches.get("documents", []))
 
     def delete_documents(self, document_ids: list[str]) -> None:
@@ -228,6 +240,7 @@ class IndexStore:
             **extra,
         }
         directory = self.root / MANIFEST_DIR
+        crash_point("publish")
         _atomic_write(directory / f"{version:08d}.json", json.dumps(manifest, indent=2, default=str))
         _atomic_write(directory / "LATEST", str(version))
         return version
