@@ -49,9 +49,15 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings,
 
 
 @task(name="prepare-index", cache_policy=NO_CACHE)
-def prepare_index(index: str, settings: BuildSettings) -> dict:
+def prepare_index(index: str, settings: BuildSettings, reuse: bool = False) -> dict:
+    """Create or check the index for the configured embedder; with ``reuse`` (a refresh of an index
+    built with these settings) the embedder recorded in the index is trusted and no model is
+    loaded until something needs embedding."""
     if settings.detect.enabled:
         resolve_weights(settings.detect)  # a wrong weights path fails now, not after the crawl
+    meta = IndexStore(index).metadata()
+    if reuse and meta and meta.get("embedder"):
+        return {**meta["embedder"], "device": "not loaded"}
     embedder = load_embedder(settings.embed)
     IndexStore(index).prepare(embedder.info.as_metadata())
     return {**embedder.info.as_metadata(), "device": embedder.device}
@@ -76,8 +82,8 @@ def build_search_indexes(index: str) -> None:
 
 
 @task(name="write-reader-snapshot", cache_policy=NO_CACHE)
-def write_reader_snapshot(index: str, version: int) -> None:
-    IndexStore(index).write_snapshot(version)
+def write_reader_snapshot(index: str, version: int, same_as: int | None = None) -> None:
+    IndexStore(index).write_snapshot(version, same_as=same_as)
 
 
 def _status(indexed: int, errors: list[dict]) -> str:
@@ -125,7 +131,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     seconds: Counter[str] = Counter()
 
     tick = time.perf_counter()
-    embedder = prepare_index(index, cfg)
+    embedder = prepare_index(index, cfg, reuse=flow_name == "refresh")
     seconds["load_model"] += time.perf_counter() - tick
     log.info("run %s: %d seeds → %s (embedder %s on %s)", run_id, len(seed_list), index,
              embedder["model_id"], embedder["device"])
@@ -178,9 +184,11 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     tick = time.perf_counter()
     links = resolve_link_edges(index)
     seconds["resolve_links"] += time.perf_counter() - tick
-    tick = time.perf_counter()
-    build_search_indexes(index)
-    seconds["text_index"] += time.perf_counter() - tick
+    changed = not refresh or totals["indexed"] or changes["removed"] or links["changed"]
+    if changed:
+        tick = time.perf_counter()
+        build_search_indexes(index)
+        seconds["text_index"] += time.perf_counter() - tick
 
     status = _status(totals["indexed"] + changes["unchanged"], errors)
     stats = table_stats({name: store.table(name) for name in TABLES})
@@ -214,7 +222,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     if status != "failure":
         summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": cfg.config_hash()})
         tick = time.perf_counter()
-        write_reader_snapshot(index, summary["manifest_version"])
+        write_reader_snapshot(index, summary["manifest_version"], None if changed else summary["manifest_version"] - 1)
         log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
     log.info("run %s %s: %s", run_id, status, json.dumps(summary, default=str))
     return summary

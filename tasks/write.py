@@ -209,14 +209,26 @@ class IndexStore:
             if tbl.count_rows():
                 tbl.create_index("text", config=FTS(), replace=True)
 
-    def write_snapshot(self, version: int, keep: int = 2) -> None:
-        """Save the reader's in-memory view of manifest ``version``; keep the ``keep`` newest."""
+    def write_snapshot(self, version: int, keep: int = 2, same_as: int | None = None) -> None:
+        """Save the reader's in-memory view of manifest ``version``; keep the ``keep`` newest.
+
+        ``same_as``: an earlier version with the same node and edge contents, whose snapshot is
+        hard-linked instead of rebuilt (a refresh that changed nothing).
+        """
         import shutil
 
         import laminae
-        from laminae.index import SNAPSHOT_DIR
+        from laminae.index import SNAPSHOT_DIR, snapshot_dir
 
-        laminae.open(str(self.root), version=version).save_snapshot()
+        source = snapshot_dir(str(self.root), same_as) if same_as else None
+        if source is not None and (source / "COMPLETE").exists():
+            target = snapshot_dir(str(self.root), version)
+            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-snapshot-"))
+            for item in source.iterdir():
+                os.link(item, tmp / item.name)
+            os.replace(tmp, target)
+        else:
+            laminae.open(str(self.root), version=version).save_snapshot()
         snapshots = sorted(p for p in (self.root / SNAPSHOT_DIR).iterdir() if p.name.isdigit())
         for old in snapshots[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
