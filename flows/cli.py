@@ -122,6 +122,14 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return _finish(summary, args.index, args)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from flows.serve import serve
+
+    print(f"serving scheduled refreshes of {args.index} on {args.cron!r} (UTC); Ctrl-C stops", file=sys.stderr)
+    serve(args.index, args.cron, args.name)
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     import laminae
 
@@ -185,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
     p.set_defaults(func=cmd_refresh)
 
+    p = sub.add_parser("serve", help="refresh an index on a cron schedule (Prefect serve on this machine)")
+    p.add_argument("--index", required=True, help="an index built with `laminae build`")
+    p.add_argument("--cron", default="0 3 * * *", help="cron schedule, UTC (default '0 3 * * *': 03:00 daily)")
+    p.add_argument("--name", help="deployment name (default refresh-<index folder>)")
+    p.set_defaults(func=cmd_serve)
+
     p = sub.add_parser("stats", help="print an index's counts")
     p.add_argument("--index", required=True)
     p.add_argument("--version", type=int, help="manifest version (default: latest)")
@@ -204,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from pydantic import ValidationError
 
+    from flows.serve import ScheduleError
     from tasks.detect import DetectorConfigError
     from tasks.embed import EmbedderConfigError
     from tasks.seeds import SeedsError
@@ -211,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError) as exc:
+    except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError,
+            ScheduleError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,45 @@
+"""Scheduled refreshes: ``laminae serve --index DIR --cron EXPR`` runs ``refresh_index`` on a schedule.
+
+Reads the index directory (which remembers its seeds and settings); writes through the refresh
+flow. Uses Prefect's ``serve`` on this machine (schedules need a running Prefect API: the
+ephemeral one ``serve`` starts, or ``PREFECT_API_URL``). For a Prefect server with work pools, see
+``infra/prefect.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_CRON = "0 3 * * *"
+
+
+class ScheduleError(ValueError):
+    """The schedule cannot be used; the message says how to write it."""
+
+
+def refresh_deployment(index: str, cron: str = DEFAULT_CRON, name: str | None = None):
+    """A Prefect deployment of ``refresh_index`` for ``index`` on the ``cron`` schedule (UTC)."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
+
+    from flows.build import refresh_index
+    from tasks.write import IndexStore
+
+    try:
+        CronSchedule(cron=cron)
+    except ValidationError:
+        raise ScheduleError(f"invalid cron expression {cron!r}; write five fields, e.g. {DEFAULT_CRON!r}") from None
+    root = Path(index).resolve()
+    if "seeds" not in (IndexStore(root).metadata() or {}):
+        raise ScheduleError(f"{root} is not a built laminae index: run `laminae build --seeds FILE --index {index}` first")
+    return refresh_index.to_deployment(
+        name=name or f"refresh-{root.name}", cron=cron, parameters={"index": str(root)},
+        description=f"Refresh the laminae index at {root}",
+    )
+
+
+def serve(index: str, cron: str = DEFAULT_CRON, name: str | None = None) -> None:
+    """Serve the refresh deployment until interrupted (Ctrl-C)."""
+    from prefect import serve as prefect_serve
+
+    prefect_serve(refresh_deployment(index, cron, name))
