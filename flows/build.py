@@ -23,7 +23,7 @@ from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
 from tasks.detect import resolve_weights
 from tasks.edges import resolve_links
 from tasks.embed import load_embedder
-from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch
+from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch, reembed_index
 from tasks.rawstore import RawStore
 from tasks.seeds import Seed, read_seeds
 from tasks.write import IndexConfigError, IndexStore
@@ -49,7 +49,7 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings,
 
 
 @task(name="prepare-index", cache_policy=NO_CACHE)
-def prepare_index(index: str, settings: BuildSettings, reuse: bool = False) -> dict:
+def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reembed: bool = False) -> dict:
     """Create or check the index for the configured embedder; with ``reuse`` (a refresh of an index
     built with these settings) the embedder recorded in the index is trusted and no model is
     loaded until something needs embedding."""
@@ -59,7 +59,10 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False) -> d
     if reuse and meta and meta.get("embedder"):
         return {**meta["embedder"], "device": "not loaded"}
     embedder = load_embedder(settings.embed)
-    IndexStore(index).prepare(embedder.info.as_metadata())
+    if IndexStore(index).prepare(embedder.info.as_metadata(), reembed=reembed):
+        old = (meta or {}).get("embedder", {}).get("model_id")
+        count = reembed_index(index, embedder)
+        log.info("moved the index from %s to %s: %d items embedded", old, embedder.model_id, count)
     return {**embedder.info.as_metadata(), "device": embedder.device}
 
 
@@ -94,16 +97,20 @@ def _status(indexed: int, errors: list[dict]) -> str:
 
 
 @flow(name="build-index", log_prints=True)
-def build_index(seeds: str, index: str, follow_links: int | None = None, settings: dict | None = None) -> dict:
-    """Build (or update) the index at ``index`` from the seeds file ``seeds``; returns the run summary."""
+def build_index(seeds: str, index: str, follow_links: int | None = None, settings: dict | None = None,
+                reembed: bool = False) -> dict:
+    """Build (or update) the index at ``index`` from the seeds file ``seeds``; returns the run summary.
+
+    ``reembed``: when the index holds another model's vectors, move it to the configured model.
+    """
     cfg = BuildSettings(**(settings or {}))
     if follow_links is not None:
         cfg.crawl.follow_links = follow_links
-    return run_update(read_seeds(seeds), index, cfg)
+    return run_update(read_seeds(seeds), index, cfg, reembed=reembed)
 
 
 @flow(name="refresh-index", log_prints=True)
-def refresh_index(index: str, seeds: str | None = None) -> dict:
+def refresh_index(index: str, seeds: str | None = None, model: str | None = None) -> dict:
     """Refresh the index at ``index`` with the seeds and settings it was built with (or new ``seeds``).
 
     Pages are re-fetched with conditional requests; an unchanged page costs no parse and no
@@ -116,14 +123,18 @@ def refresh_index(index: str, seeds: str | None = None) -> dict:
         raise IndexConfigError(f"{index} has no remembered seeds: build it first with `laminae build --seeds FILE "
                                f"--index {index}`")
     cfg = BuildSettings(**meta["settings"])
+    reembed = model is not None and model != cfg.embed.model
+    if reembed:
+        cfg.embed.model = model
     seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}) for s in meta["seeds"]]
-    return run_update(seed_list, index, cfg, flow_name="refresh")
+    return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed)
 
 
 GONE = ("http_404", "http_410")
 
 
-def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str = "build") -> dict:
+def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str = "build",
+               reembed: bool = False) -> dict:
     """The body of ``build_index`` and ``refresh_index`` (called inside a flow run)."""
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     started_at = datetime.now(UTC)
@@ -131,7 +142,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     seconds: Counter[str] = Counter()
 
     tick = time.perf_counter()
-    embedder = prepare_index(index, cfg, reuse=flow_name == "refresh")
+    embedder = prepare_index(index, cfg, reuse=flow_name == "refresh" and not reembed, reembed=reembed)
     seconds["load_model"] += time.perf_counter() - tick
     log.info("run %s: %d seeds → %s (embedder %s on %s)", run_id, len(seed_list), index,
              embedder["model_id"], embedder["device"])

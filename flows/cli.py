@@ -78,11 +78,12 @@ def _merged_settings(overrides: dict):
     return BuildSettings(**base)
 
 
-def _run_build(seeds: str, index: str, follow_links: int, overrides: dict) -> dict:
+def _run_build(seeds: str, index: str, follow_links: int, overrides: dict, reembed: bool = False) -> dict:
     from flows.build import build_index
 
     settings = _merged_settings(overrides)
-    return build_index(seeds=seeds, index=index, follow_links=follow_links, settings=settings.model_dump())
+    return build_index(seeds=seeds, index=index, follow_links=follow_links, settings=settings.model_dump(),
+                       reembed=reembed)
 
 
 def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
@@ -105,7 +106,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from tasks.seeds import read_seeds
 
     read_seeds(args.seeds)  # fail on a bad seeds file before Prefect starts
-    summary = _run_build(args.seeds, args.index, args.follow_links, _settings(args))
+    summary = _run_build(args.seeds, args.index, args.follow_links, _settings(args), args.reembed)
     return _finish(summary, args.index, args)
 
 
@@ -115,7 +116,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
     if args.seeds:
         read_seeds(args.seeds)
-    summary = refresh_index(index=args.index, seeds=args.seeds)
+    summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model)
     changes = summary.get("changes", {})
     print(f"refresh: {changes.get('unchanged', 0)} unchanged, {changes.get('changed', 0)} changed, "
           f"{changes.get('added', 0)} added, {changes.get('removed', 0)} removed; {summary['embedded']} embedded")
@@ -183,12 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("build", help="crawl the seeds and build or update an index")
     p.add_argument("--seeds", required=True, help="file of URLs, one per line, or JSONL with a url field")
     p.add_argument("--index", required=True, help="index directory (created if missing)")
+    p.add_argument("--reembed", action="store_true",
+                   help="if the index holds another model's vectors, re-embed everything with --model")
     _add_build_options(p)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("refresh", help="re-fetch an index's seeds; re-parse and re-embed only what changed")
     p.add_argument("--index", required=True, help="an index built with `laminae build`")
     p.add_argument("--seeds", help="replace the remembered seed list with this file")
+    p.add_argument("--model", help="move the index to this embedding model (re-embeds everything)")
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
     p.set_defaults(func=cmd_refresh)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import numpy as np
+import pyarrow as pa
 
 from schemas.ids import digest, document_id, node_id
 from tasks.config import BuildSettings
@@ -347,3 +348,29 @@ def index_batch(
     }
     report.seconds = dict(times.seconds)
     return report
+
+
+def reembed_index(index_dir: str, embedder) -> int:
+    """Move every node of the index into ``embedder``'s vector space; returns how many were embedded.
+
+    Each node table is rewritten whole with the new vectors (a new table version: readers pinned
+    to older manifests keep the old space), the embedding cache is emptied, and the index
+    metadata names the new model. Re-running after a crash starts over and converges.
+    """
+    from schemas.tables import table_schemas
+
+    store = IndexStore(index_dir)
+    raw = RawStore(index_dir)
+    schemas = table_schemas(embedder.dim)
+    tables = {name: store.table(name).to_arrow() for name in ("documents", "components", "subcomponents")}
+    rows = {name: data.drop_columns(["vector"]).to_pylist() for name, data in tables.items()}
+    text_rows, pixel_rows = split_by_modality(rows["components"] + rows["subcomponents"], embedder.image_mode)
+    known: dict = {}
+    new = embed_rows(text_rows + rows["documents"], embedder, known)
+    new.update(embed_pixels(pixel_rows, embedder, known, raw.get))
+    for name, data in rows.items():
+        store.db.create_table(name, data=pa.Table.from_pylist(data, schema=schemas[name]), mode="overwrite")
+    store.db.create_table("embeddings", schema=schemas["embeddings"], mode="overwrite")
+    store.upsert("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v} for k, v in new.items()])
+    store.remember(embedder=embedder.info.as_metadata())
+    return len(new)

@@ -65,33 +65,38 @@ class IndexStore:
         path = self.root / META_FILE
         return json.loads(path.read_text()) if path.exists() else None
 
-    def prepare(self, embedder: dict) -> None:
-        """Create the tables (if new) for ``embedder`` ({model_id, dim, image_mode}); refuse a mix."""
+    def prepare(self, embedder: dict, reembed: bool = False) -> bool:
+        """Create the tables (if new) for ``embedder`` ({model_id, dim, image_mode}); refuse a mix.
+
+        Returns True when the index holds another model's vectors and ``reembed`` allows the
+        caller to move it into the new vector space (``tasks.pipeline.reembed_index``).
+        """
         meta = self.metadata()
-        if meta is not None:
+        if meta is not None and "embedder" in meta:
             if meta.get("schema_version") != SCHEMA_VERSION:
                 raise IndexConfigError(
                     f"{self.root} has schema version {meta.get('schema_version')}, this laminae writes "
                     f"{SCHEMA_VERSION}: build into a new --index directory"
                 )
             old = meta["embedder"]
-            if (old["model_id"], old["dim"]) != (embedder["model_id"], embedder["dim"]):
+            if (old["model_id"], old["dim"], old["image_mode"]) != (
+                    embedder["model_id"], embedder["dim"], embedder["image_mode"]):
+                if reembed:
+                    return True
                 raise IndexConfigError(
                     f"{self.root} holds vectors of {old['model_id']} ({old['dim']}-d); the configured "
                     f"embedder is {embedder['model_id']} ({embedder['dim']}-d). Vector spaces are never "
-                    "mixed: build into a new --index directory or configure the index's model"
+                    "mixed: pass --reembed to move the whole index to the new model, build into a new "
+                    "--index directory, or configure the index's model"
                 )
         else:
-            meta = {
-                "schema_version": SCHEMA_VERSION,
-                "embedder": embedder,
-                "created_at": datetime.now(UTC).isoformat(),
-            }
-            _atomic_write(self.root / META_FILE, json.dumps(meta, indent=2))
+            self.remember(schema_version=SCHEMA_VERSION, embedder=embedder,
+                          created_at=datetime.now(UTC).isoformat())
         existing = set(self.db.list_tables().tables)
         for name, schema in table_schemas(embedder["dim"]).items():
             if name not in existing:
                 self.db.create_table(name, schema=schema, exist_ok=True)
+        return False
 
     def remember(self, **entries) -> None:
         """Merge ``entries`` (seeds, settings, ...) into ``index.json`` so a refresh can reuse them."""

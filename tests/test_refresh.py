@@ -99,3 +99,52 @@ def test_refresh_reembeds_only_what_changed(server, tmp_path, prefect_harness):
     dropped = refresh_index(index=index, seeds=str(fewer))
     assert dropped["changes"]["removed"] == 2  # /b and /d left the seed list
     assert {d["url"] for d in laminae.open(str(index)).table("documents").to_arrow().to_pylist()} == {s.url("/c")}
+
+
+def test_changing_the_model_moves_the_whole_index_to_a_new_space(server, tmp_path, tiny_clip, prefect_harness):
+    import numpy as np
+
+    from flows.build import build_index, refresh_index
+    from tasks.write import IndexConfigError
+
+    server.routes["/a"] = Route(body=page("A", "<p>Rye bread keeps for days. It is dense.</p>"))
+    server.routes["/b"] = Route(body=page("B", "<p>Baguettes are long.</p><table><tr><th>k</th></tr><tr><td>v</td></tr></table>"))
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(server.url("/a") + "\n" + server.url("/b") + "\n")
+    index = str(tmp_path / "index")
+    first = build_index(seeds=str(seeds), index=index, settings=SETTINGS)
+    old = laminae.open(index)
+    with pytest.raises(IndexConfigError, match="reembed"):
+        build_index(seeds=str(seeds), index=index, settings={**SETTINGS, "embed": {"model": tiny_clip}})
+    moved = refresh_index(index=index, model=tiny_clip)
+    assert moved["status"] == "success"
+    new = laminae.open(index)
+    assert new.embedder == {"model_id": tiny_clip, "dim": 16, "image_mode": "pixels"}
+    for name in ("documents", "components", "subcomponents"):
+        vectors = np.stack(new.table(name).to_arrow().column("vector").to_numpy(zero_copy_only=False))
+        assert vectors.shape[1] == 16 and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
+    # the reader pinned before keeps the old space
+    assert old.embedder["dim"] == 384 and old.version == first["manifest_version"]
+    assert len(old.table("components").to_arrow().column("vector")[0]) == 384
+    again = refresh_index(index=index)
+    assert again["embedded"] == 0
+
+
+def test_a_reader_during_a_refresh_sees_old_or_new_never_a_mix(server, tmp_path, prefect_harness):
+    from flows.build import build_index, refresh_index
+
+    server.routes["/a"] = Route(body=page("A", "<p>Version one of the page.</p>"))
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(server.url("/a") + "\n")
+    index = str(tmp_path / "index")
+    build_index(seeds=str(seeds), index=index, settings=SETTINGS)
+    before = laminae.open(index)
+    snapshot = {n: before.table(n).to_arrow().sort_by("id") for n in ("documents", "components", "subcomponents")}
+    server.routes["/a"] = Route(body=page("A", "<p>Version two, rewritten. With two sentences.</p>"))
+    refresh_index(index=index)
+    for name, table in snapshot.items():
+        assert before.table(name).to_arrow().sort_by("id").equals(table)
+    after = laminae.open(index)
+    texts = after.table("subcomponents").to_arrow().column("text").to_pylist()
+    assert sorted(texts) == ["Version two, rewritten.", "With two sentences."]
+    assert before.search(before.graph.layers[1].vectors[0], layer=1, k=1)[0].text == "Version one of the page."
