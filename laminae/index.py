@@ -334,21 +334,6 @@ class Index:
             raise ValueError(f"scope must be global or local; got {scope!r}")
         g = self.graph
         q = self._query_vector(query)
-        n_docs = len(g.layers[0].ids)
-        if scope == "global":
-            candidates = np.arange(n_docs)
-        else:
-            if not anchors:
-                raise ValueError("scope='local' needs anchors: document or component ids")
-            linked: set[int] = set()
-            for anchor in anchors:
-                if anchor in g.doc_position:
-                    linked |= g.out_links.get(g.doc_position[anchor], set())
-                elif anchor in g.layers[1].position:
-                    linked |= g.component_links.get(g.layers[1].position[anchor], set())
-                else:
-                    raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
-            candidates = np.array(sorted(linked), dtype=np.int64)
         lay = g.layers[granularity]
         if scope == "global":
             if granularity == 0:
@@ -356,6 +341,17 @@ class Index:
             best = group_max(lay.vectors @ q, lay.starts)
             keep = np.flatnonzero(np.isfinite(best))
             return self._hits(0, keep, best[keep], k)
+        if not anchors:
+            raise ValueError("scope='local' needs anchors: document or component ids")
+        linked: set[int] = set()
+        for anchor in anchors:
+            if anchor in g.doc_position:
+                linked |= g.out_links.get(g.doc_position[anchor], set())
+            elif anchor in g.layers[1].position:
+                linked |= g.component_links.get(g.layers[1].position[anchor], set())
+            else:
+                raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
+        candidates = np.array(sorted(linked), dtype=np.int64)
         if granularity == 0:
             return self._hits(0, candidates, lay.vectors[candidates] @ q, k)
         rows = lay.rows_of_documents(candidates)

@@ -16,8 +16,8 @@ import os
 import threading
 from dataclasses import dataclass
 
-from schemas.ids import content_hash, edge_id
 from tasks.config import DetectConfig, cache_dir
+from tasks.nodes import edge_row, subcomponent_row
 
 log = logging.getLogger("laminae.detect")
 
@@ -117,25 +117,17 @@ def object_rows(image: dict, detections: list[tuple[str, float, list[float]]], w
     for ordinal, (label, score, box) in enumerate(detections):
         rounded = [round(v, 1) for v in box]
         sid = make_id("object", f"{image['id']}|{label}|{rounded}")
-        text = object_text_proxy(label, image)
         norm = [box[0] / width, box[1] / height, box[2] / width, box[3] / height]
-        rows.append({
-            "id": sid, "document_id": image["document_id"], "parent_id": image["id"], "kind": "object",
-            "ordinal": ordinal, "text": text, "content_hash": content_hash(text),
-            "char_start": None, "char_end": None, "header": None, "cells": None,
-            "label": label, "score": round(score, 4), "bbox": rounded, "bbox_norm": [round(v, 5) for v in norm],
-        })
+        rows.append(subcomponent_row(sid, image["document_id"], image["id"], "object", ordinal,
+                                     object_text_proxy(label, image), label=label, score=round(score, 4),
+                                     bbox=rounded, bbox_norm=[round(v, 5) for v in norm]))
         edges.append(contains_edge(image, sid))
     return rows, edges
 
 
 def contains_edge(image: dict, sid: str) -> dict:
     """The ``contains`` edge from an image component to one of its objects."""
-    return {
-        "id": edge_id(image["id"], "contains", sid), "kind": "contains", "src_id": image["id"],
-        "src_layer": 1, "dst_id": sid, "document_id": image["document_id"], "anchor_text": None,
-        "target_url": None, "target_id": None, "resolved": True,
-    }
+    return edge_row("contains", image["id"], 1, sid, image["document_id"])
 
 
 def object_text_proxy(label: str, image: dict) -> str:

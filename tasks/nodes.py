@@ -66,6 +66,24 @@ def document_row(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> dict
     }
 
 
+def edge_row(kind: str, src: str, layer: int, dst: str, document: str, *, link: Link | None = None,
+             occurrence: int = 0) -> dict:
+    """One ``edges`` row: ``contains`` (no link) or ``links_to`` (dst is the link target's own id)."""
+    target_url = link.url if link else None
+    return {
+        "id": edge_id(src, kind, target_url or dst, occurrence),
+        "kind": kind,
+        "src_id": src,
+        "src_layer": layer,
+        "dst_id": dst,
+        "document_id": document,
+        "anchor_text": link.anchor if link else None,
+        "target_url": target_url,
+        "target_id": dst if link else None,
+        "resolved": None if link else True,
+    }
+
+
 class _EdgeMaker:
     def __init__(self, doc_id: str, own_urls: set[str]) -> None:
         self.doc_id = doc_id
@@ -74,22 +92,10 @@ class _EdgeMaker:
         self.seen: Counter[tuple[str, str, str]] = Counter()
 
     def add(self, kind: str, src: str, layer: int, dst: str, *, link: Link | None = None) -> None:
-        target_url = link.url if link else None
-        key = (src, kind, target_url or dst)
+        key = (src, kind, link.url if link else dst)
         occurrence = self.seen[key]
         self.seen[key] += 1
-        self.rows.append({
-            "id": edge_id(src, kind, target_url or dst, occurrence),
-            "kind": kind,
-            "src_id": src,
-            "src_layer": layer,
-            "dst_id": dst,
-            "document_id": self.doc_id,
-            "anchor_text": link.anchor if link else None,
-            "target_url": target_url,
-            "target_id": dst if link else None,
-            "resolved": None if link else True,
-        })
+        self.rows.append(edge_row(kind, src, layer, dst, self.doc_id, link=link, occurrence=occurrence))
 
     def link(self, src: str, layer: int, link: Link) -> None:
         if normalize_url(link.url) in self.own_urls:
@@ -147,7 +153,7 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
             for i, (start, end) in enumerate(spans):
                 text = comp.text[start:end]
                 sid = sub_id("sentence", text)
-                out.subcomponents.append(_sub_row(sid, doc_id, cid, "sentence", i, text,
+                out.subcomponents.append(subcomponent_row(sid, doc_id, cid, "sentence", i, text,
                                                   char_start=start, char_end=end))
                 edges.add("contains", cid, 1, sid)
                 for link in comp.links:
@@ -156,7 +162,7 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
         elif comp.kind == "table":
             for seg in explode_table(comp.header, comp.rows or [], comp.table_kind, comp.caption):
                 rid = sub_id("row", seg.text)
-                out.subcomponents.append(_sub_row(rid, doc_id, cid, "row", seg.index, seg.text,
+                out.subcomponents.append(subcomponent_row(rid, doc_id, cid, "row", seg.index, seg.text,
                                                   header=seg.header, cells=seg.cells))
                 edges.add("contains", cid, 1, rid)
                 for link in comp.links:
@@ -168,7 +174,8 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
     return out
 
 
-def _sub_row(sid: str, doc_id: str, parent: str, kind: str, ordinal: int, text: str, **extra) -> dict:
+def subcomponent_row(sid: str, doc_id: str, parent: str, kind: str, ordinal: int, text: str, **extra) -> dict:
+    """One ``subcomponents`` row (without its vector); ``extra`` sets the kind's own columns."""
     row = {
         "id": sid,
         "document_id": doc_id,
