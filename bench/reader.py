@@ -81,6 +81,8 @@ def main() -> int:
 
     results = {}
     results["reference: numpy scan of all subcomponents"] = timed(lambda i: subs @ queries[i], args.runs)
+    results["numpy Q @ V.T, 3 queries (beam's scan before)"] = timed(lambda i: queries[3 * i: 3 * i + 3] @ subs.T,
+                                                                     args.runs)
     results["global hop k=30 g=0"] = timed(lambda i: index.documents(queries[i], k=30, granularity=0), args.runs)
     results["global hop k=30 g=1"] = timed(lambda i: index.documents(queries[i], k=30, granularity=1), args.runs)
     results["global hop k=30 g=2"] = timed(lambda i: index.documents(queries[i], k=30, granularity=2), args.runs)

@@ -49,6 +49,29 @@ class Layer:
         return np.concatenate(spans)
 
 
+SCAN_BLOCK = 2048
+
+
+def similarities(vectors: np.ndarray, queries: np.ndarray, block: int = SCAN_BLOCK) -> np.ndarray:
+    """Dot products of every row of ``vectors`` with each query, as (rows × queries).
+
+    One matrix-vector product per query over blocks of ``block`` rows: each block is read from
+    memory once and stays in cache for the other queries. OpenBLAS's matrix product for a handful
+    of queries runs at about a third of memory bandwidth; this runs near it (bench/reader.py).
+    """
+    queries = np.asarray(queries, dtype=np.float32)
+    n = len(vectors)
+    out = np.empty((len(queries), n), dtype=np.float32)
+    if len(queries) == 1:
+        np.matmul(vectors, queries[0], out=out[0])
+        return out.T
+    for start in range(0, n, block):
+        chunk = vectors[start:start + block]
+        for j, q in enumerate(queries):
+            np.matmul(chunk, q, out=out[j, start:start + block])
+    return out.T
+
+
 def group_max(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Max of ``scores[starts[i]:starts[i+1]]`` per group i (-inf for an empty group).
 

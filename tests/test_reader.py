@@ -231,3 +231,16 @@ def test_snapshot_loads_the_same_view(tmp_path):
     assert [(h.id, h.score) for h in fresh.documents(q, k=5, granularity=2)] == \
         [(h.id, h.score) for h in index.documents(q, k=5, granularity=2)]
     assert fresh.beam_search([q], beam=4, k=3).edges == index.beam_search([q], beam=4, k=3).edges
+
+
+@pytest.mark.parametrize("block", [1, 7, 2048])
+@pytest.mark.parametrize("n_queries", [1, 3])
+def test_blocked_scan_matches_the_matrix_product(block, n_queries):
+    from laminae.graph import similarities
+
+    rng = np.random.default_rng(block)
+    vectors = rng.standard_normal((100, 16)).astype(np.float32)
+    queries = rng.standard_normal((n_queries, 16)).astype(np.float32)
+    got = similarities(vectors, queries, block=block)
+    assert got.shape == (100, n_queries)
+    assert np.allclose(got, vectors @ queries.T, atol=1e-5)
