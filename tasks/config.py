@@ -52,6 +52,10 @@ class ParseConfig(BaseModel):
     min_image_side: int = Field(24, ge=0, description="Images declared smaller than this are decorative.")
     lead_chars: int = Field(1000, ge=0, description="Characters of lead text in a document's text.")
     language: str = Field("en", description="pysbd language code for sentence splitting.")
+    pdf_max_pages: int = Field(2000, ge=1, description="PDFs with more pages are refused (an error row).")
+    pdf_tables: bool = Field(
+        True, description="Find ruled tables in PDFs (pymupdf find_tables on pages that draw lines)."
+    )
 
 
 class EmbedConfig(BaseModel):

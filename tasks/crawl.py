@@ -29,7 +29,9 @@ from tasks.seeds import Seed
 log = logging.getLogger("laminae.crawl")
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PDF_TYPE = "application/pdf"
+PAGE_TYPES = HTML_TYPES | {PDF_TYPE}  # what becomes a document
 _SKIP_LINK_SUFFIXES = (
     ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
     ".mp3", ".mp4", ".avi", ".mov", ".woff", ".woff2", ".ttf", ".exe", ".dmg", ".iso",
@@ -369,6 +371,28 @@ def extract_links(body: bytes, base_url: str) -> list[str]:
     return out
 
 
+def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
+    """Absolute http(s) targets of a PDF's URI links, for link following (none if it will not open)."""
+    from tasks.parse_html import resolve_href
+
+    try:
+        import pymupdf
+
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        with pymupdf.open(stream=body, filetype="pdf") as doc:
+            if doc.needs_pass:
+                return []
+            uris = [link.get("uri") or link.get("file") for page in doc for link in page.get_links()]
+    except Exception:  # a broken PDF is reported by the parse stage, not here
+        return []
+    out = []
+    for uri in uris:
+        target = resolve_href(base_url, uri) if uri else None
+        if target and not urlsplit(target).path.lower().endswith(_SKIP_LINK_SUFFIXES):
+            out.append(target)
+    return out
+
+
 async def crawl_async(
     seeds: list[Seed],
     cfg: CrawlConfig,
@@ -418,7 +442,8 @@ async def crawl_async(
                     seen.add(normalize_url(res.final_url))
                 if depth == cfg.follow_links or not res.ok or res.content_type not in PAGE_TYPES or not res.raw_key:
                     continue
-                for link in extract_links(store.get(res.raw_key), res.final_url or res.url):
+                extract = extract_pdf_links if res.content_type == PDF_TYPE else extract_links
+                for link in extract(store.get(res.raw_key), res.final_url or res.url):
                     key = normalize_url(link)
                     if key in seen or len(seen) >= cfg.max_pages:
                         continue

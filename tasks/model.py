@@ -36,6 +36,12 @@ class Component:
     alt: str | None = None
     width: int | None = None
     height: int | None = None
+    # PDFs: where the component starts (1-based page, x0 y0 x1 y1 in points) and embedded image bytes
+    page: int | None = None
+    bbox: list[float] | None = None
+    image_data: bytes | None = None
+    image_key: str | None = None  # raw-store key once ``image_data`` is stored
+    image_mime: str | None = None
 
 
 @dataclass
@@ -46,3 +52,13 @@ class ParsedPage:
     lang: str | None
     components: list[Component]
     warnings: list[str] = field(default_factory=list)
+    kind: str = "html"  # html | pdf
+
+
+def linearize_table(caption: str | None, header: list[str] | None, rows: list[list[str]]) -> str:
+    """A table's text as embedded and searched: caption, header, then one line per row."""
+    lines = [caption] if caption else []
+    if header:
+        lines.append(" | ".join(header))
+    lines.extend(" | ".join(r) for r in rows)
+    return "\n".join(lines)

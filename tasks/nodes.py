@@ -28,8 +28,8 @@ class DocumentNodes:
 
 
 def _component_identity(comp: Component) -> str:
-    if comp.kind == "image":
-        return f"{comp.image_url}\n{comp.text}"
+    if comp.kind == "image":  # a web image by its URL, a PDF's embedded image by its bytes
+        return f"{comp.image_url or comp.image_key}\n{comp.text}"
     return comp.text
 
 
@@ -49,7 +49,7 @@ def document_row(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> dict
     lead = lead_text(page, cfg.lead_chars)
     return {
         "id": doc_id,
-        "kind": "html",
+        "kind": page.kind,
         "url": fetch.url,
         "final_url": fetch.final_url,
         "canonical_url": page.canonical_url or fetch.final_url or fetch.url,
@@ -137,13 +137,13 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
             "table_rows": comp.rows,
             "image_url": comp.image_url,
             "image_alt": comp.alt,
-            "image_key": None,
-            "image_mime": None,
+            "image_key": comp.image_key,
+            "image_mime": comp.image_mime,
             "image_width": comp.width,
             "image_height": comp.height,
             "detected": None,
-            "page": None,
-            "bbox": None,
+            "page": comp.page,
+            "bbox": comp.bbox,
         })
         edges.add("contains", doc_id, 0, cid)
         for link in comp.links:

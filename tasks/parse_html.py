@@ -16,7 +16,7 @@ from bs4.dammit import UnicodeDammit
 from lxml import etree
 
 from tasks.config import ParseConfig
-from tasks.model import Component, Link, ParsedPage
+from tasks.model import Component, Link, ParsedPage, linearize_table
 
 
 class ParseError(ValueError):
@@ -137,6 +137,20 @@ class TextBuilder:
         return text, links
 
 
+def resolve_href(base_url: str, href: str | None) -> str | None:
+    """The absolute http(s) target of a link, fragment removed; None for links that do not navigate."""
+    href = (href or "").strip()
+    if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
+        return None
+    target = urljoin(base_url, href)
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https"):
+        return None
+    if "action=edit" in parts.query or "action=history" in parts.query:
+        return None
+    return target.split("#", 1)[0]
+
+
 class HtmlParser:
     """One parse of one page; ``parse()`` returns the components in document order."""
 
@@ -159,16 +173,7 @@ class HtmlParser:
         return [text for _, text in self.sections]
 
     def resolve(self, href: str | None) -> str | None:
-        href = (href or "").strip()
-        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
-            return None
-        target = urljoin(self.base_url, href)
-        parts = urlsplit(target)
-        if parts.scheme not in ("http", "https"):
-            return None
-        if "action=edit" in parts.query or "action=history" in parts.query:
-            return None
-        return target.split("#", 1)[0]
+        return resolve_href(self.base_url, href)
 
     def plain_text(self, el: etree._Element) -> str:
         tb = TextBuilder()
@@ -470,12 +475,8 @@ class HtmlParser:
                     links.extend(Link(lk.url, lk.anchor) for lk in c[1])
         if not rows:
             return
-        lines = [caption] if caption else []
-        if header:
-            lines.append(" | ".join(header))
-        lines.extend(" | ".join(r) for r in rows)
         self.components.append(Component(
-            "table", "\n".join(lines), self.section_path(), _dedupe_links(links), caption=caption,
+            "table", linearize_table(caption, header, rows), self.section_path(), _dedupe_links(links), caption=caption,
             table_kind="data", header=header, rows=rows,
         ))
 

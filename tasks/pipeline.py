@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from schemas.ids import digest, document_id, node_id
 from tasks.config import BuildSettings
-from tasks.crawl import PAGE_TYPES, FetchResult
+from tasks.crawl import PAGE_TYPES, PDF_TYPE, FetchResult
 from tasks.detect import (
     Detector,
     DetectorConfigError,
@@ -30,9 +30,10 @@ from tasks.detect import (
     resolve_weights,
 )
 from tasks.embed import cache_key, embed_pixels, embed_rows, load_embedder, pixel_key
-from tasks.images import attach_images
+from tasks.images import attach_images, check_image
 from tasks.nodes import DocumentNodes, build_nodes
 from tasks.parse_html import ParseError, parse_html
+from tasks.parse_pdf import PdfError, parse_pdf
 from tasks.rawstore import RawStore
 from tasks.summarize import endpoint_summaries, extractive_summary, seq2seq_summaries
 from tasks.write import IndexStore
@@ -105,7 +106,7 @@ def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
             rows.append(error_row(run_id, res.url, "crawl", res.error or "unknown", res.message or ""))
         elif res.content_type not in PAGE_TYPES and not res.not_modified:
             rows.append(error_row(run_id, res.url, "crawl", "unsupported_content_type",
-                                  f"{res.content_type} (declared {res.declared_type}) is not an HTML page; skipped"))
+                                  f"{res.content_type} (declared {res.declared_type}) is not an HTML page or a PDF; skipped"))
     return rows
 
 
@@ -118,6 +119,20 @@ def document_id_for(res: FetchResult, canonical: str | None) -> tuple[str, str |
     return document_id(final), warning
 
 
+def store_pdf_images(page, raw: RawStore) -> None:
+    """Put the images a PDF embeds into the raw store; their components keep the key."""
+    for comp in page.components:
+        if comp.image_data is None:
+            continue
+        check = check_image(comp.image_data, comp.image_mime)
+        if check.error:
+            page.warnings.append(f"{check.error}: image on page {comp.page}: {check.message}")
+        else:
+            comp.image_key = raw.put(comp.image_data)
+            comp.image_mime, comp.width, comp.height = check.mime, check.width, check.height
+        comp.image_data = None
+
+
 def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSettings, run_id: str,
                     seen: set[str] | None = None) -> tuple[list[DocumentNodes], list[dict]]:
     """Parse the batch's pages into node rows; a page that fails becomes an error row."""
@@ -127,19 +142,27 @@ def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSe
     for res in results:
         if not res.ok or res.content_type not in PAGE_TYPES:
             continue
+        pdf = res.content_type == PDF_TYPE
         try:
-            page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)
+            if pdf:
+                page = parse_pdf(raw.get(res.raw_key), res.final_url or res.url, settings.parse)
+            else:
+                page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)
         except ParseError as exc:
-            errors.append(error_row(run_id, res.url, "parse", "unparsable_html", str(exc)))
+            reason = exc.reason if isinstance(exc, PdfError) else "unparsable_html"
+            errors.append(error_row(run_id, res.url, "parse", reason, str(exc)))
             continue
         except Exception as exc:  # a parser bug must not sink the batch: record it with the page
             log.exception("parse of %s failed", res.url)
             errors.append(error_row(run_id, res.url, "parse", "parser_exception", f"{type(exc).__name__}: {exc}"))
             continue
         if not page.components:  # often a script-rendered page; keep what an earlier build indexed
-            errors.append(error_row(run_id, res.url, "parse", "no_content",
-                                    "no paragraphs, tables or images found in the HTML; page skipped"))
+            what = "a text layer or images in the PDF" if pdf else "paragraphs, tables or images in the HTML"
+            reason = "no_text_layer" if pdf and any(w.startswith("no_text_layer") for w in page.warnings) \
+                else "no_content"
+            errors.append(error_row(run_id, res.url, "parse", reason, f"found no {what}; document skipped"))
             continue
+        store_pdf_images(page, raw)
         doc_id, warning = document_id_for(res, page.canonical_url)
         if warning:
             page.warnings.append(warning)

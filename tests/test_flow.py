@@ -48,7 +48,7 @@ def test_sample_site_builds_every_layer(site_index):
     index, first, _, _ = site_index
     assert first["status"] == "success", first["errors_by_stage"]
     stats = laminae.open(str(index)).stats()
-    assert stats["documents"] == 13
+    assert stats["documents"] == 14
     assert all(stats["components"][k] > 0 for k in ("paragraph", "table", "image"))
     assert stats["subcomponents"]["sentence"] > 0 and stats["subcomponents"]["row"] > 0
     assert stats["edges"]["contains"] == sum(stats["components"].values()) + sum(stats["subcomponents"].values())
@@ -87,7 +87,7 @@ def test_graph_is_consistent(site_index):
     assert layers == {1, 2}  # components and the sentences/rows holding the anchors
     images = [c for c in comps if c["kind"] == "image"]
     assert all(c["image_key"] and c["image_width"] > 0 for c in images)
-    bus = [c for c in images if c["image_url"].endswith("/photos/bus.jpg")]
+    bus = [c for c in images if (c["image_url"] or "").endswith("/photos/bus.jpg")]
     assert bus and bus[0]["image_mime"] == "image/jpeg"
 
 
@@ -226,7 +226,7 @@ def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harn
     index = site_index[0]
     assert main(["stats", "--index", str(index), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["documents"] == 13 and stats["edges"]["links_to"] > 0
+    assert stats["documents"] == 14 and stats["edges"]["links_to"] > 0
     assert main(["stats", "--index", str(tmp_path / "none")]) == 2
     assert "laminae build" in capsys.readouterr().err
     assert main(["build", "--seeds", str(tmp_path / "missing.txt"), "--index", str(tmp_path / "x")]) == 2
@@ -239,7 +239,7 @@ def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harn
     monkeypatch.delenv("LAMINAE_DETECT__WEIGHTS")
     assert main(["demo", "--index", str(tmp_path / "demo"), "--port", "0"]) == 0
     out = capsys.readouterr().out
-    assert "success" in out and "documents       13" in out
+    assert "success" in out and "documents       14" in out
 
 
 def test_sample_site_has_summaries_and_people(site_index):
@@ -332,6 +332,84 @@ def test_follow_links_builds_the_linked_pages(tmp_path, prefect_harness):
     assert summary["status"] == "partial"  # the site links to one missing page: a 404 error row
     assert summary["errors_by_stage"] == {"crawl:http_404": 1}
     opened = laminae.open(str(tmp_path / "f"))
-    assert opened.stats()["documents"] == 13  # baguette.html is 3 links from the start page
+    assert opened.stats()["documents"] == 14  # baguette.html and the PDF are 3 links from the start page
     fetches = opened.table("fetches").to_arrow().to_pylist()
     assert not any("wikipedia" in (f["url"] or "") for f in fetches)  # the off-site link is not followed
+
+
+def test_pdfs_become_documents_and_bad_pdfs_are_recorded(server, tmp_path, prefect_harness):
+    import pymupdf
+
+    from tasks.synthetic_pdf import PdfWriter, png, report_pdf
+
+    s = server
+    w = PdfWriter(title="Quay report")
+    w.heading("Quay report", 1)
+    w.paragraph("The new quay opened in June. The harbour page has the timetable.", links={"harbour page": "/good"})
+    w.table(["Berth", "Ships"], [["North", "1,204"], ["South", "986"]], links={"South": "/good"})
+    w.image(png(seed=5), caption="Figure 1: the quay")
+    pdf = pymupdf.open(stream=w.tobytes(), filetype="pdf")
+    s.routes["/good"] = Route(body=page("Good", "<p>Harbour timetable; the <a href='/quay.pdf'>quay report</a>.</p>"))
+    s.routes["/quay.pdf"] = Route(body=w.tobytes(), content_type="application/pdf")
+    s.routes["/download"] = Route(body=report_pdf(pages=2), content_type="application/octet-stream")
+    s.routes["/truncated.pdf"] = Route(body=report_pdf(pages=2)[:5000], content_type="application/pdf")
+    s.routes["/locked.pdf"] = Route(body=pdf.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u"),
+                                    content_type="application/pdf")
+    s.routes["/garbage.pdf"] = Route(body=b"%PDF-1.4\nnot really a pdf", content_type="application/pdf")
+    blank = pymupdf.open()
+    blank.new_page()
+    s.routes["/blank.pdf"] = Route(body=blank.tobytes(), content_type="application/pdf")
+    s.routes["/long.pdf"] = Route(body=report_pdf(pages=5), content_type="application/pdf")
+    settings = {**SETTINGS, "parse": {"pdf_max_pages": 4}}
+    paths = ["/good", "/quay.pdf", "/download", "/truncated.pdf", "/locked.pdf", "/garbage.pdf", "/blank.pdf",
+             "/long.pdf"]
+    summary = build([s.url(p) for p in paths], tmp_path / "index", tmp_path, settings=settings)
+    assert summary["status"] == "partial"
+    opened = laminae.open(str(tmp_path / "index"))
+    errors = [e for e in opened.table("errors").to_arrow().to_pylist() if e["run_id"] == summary["run_id"]]
+    reasons = {(e["url"].removeprefix(s.base), e["stage"], e["reason"], e["severity"]) for e in errors}
+    assert {r for r in reasons if r[3] == "error"} == {
+        ("/locked.pdf", "parse", "encrypted_pdf", "error"),
+        ("/garbage.pdf", "parse", "unparsable_pdf", "error"),
+        ("/blank.pdf", "parse", "no_text_layer", "error"),
+        ("/long.pdf", "parse", "pdf_too_large", "error"),
+    }
+    assert ("/truncated.pdf", "parse", "repaired_pdf", "warning") in reasons
+    docs = {d["url"].removeprefix(s.base): d for d in opened.table("documents").to_arrow().to_pylist()}
+    assert set(docs) == {"/good", "/quay.pdf", "/download", "/truncated.pdf"}
+    assert docs["/quay.pdf"]["kind"] == "pdf" and docs["/quay.pdf"]["title"] == "Quay report"
+    assert docs["/download"]["kind"] == "pdf"  # sniffed from the bytes, not the declared type
+    quay = document_id(s.url("/quay.pdf"))
+    comps = [c for c in opened.table("components").to_arrow().to_pylist() if c["document_id"] == quay]
+    assert sorted(c["kind"] for c in comps) == ["image", "paragraph", "table"]
+    assert all(c["page"] == 1 and len(c["bbox"]) == 4 for c in comps)
+    image = next(c for c in comps if c["kind"] == "image")
+    assert image["image_key"] and image["image_mime"] == "image/png" and image["caption"] == "Figure 1: the quay"
+    assert opened.get([image["id"]])[0]["image"].startswith(b"\x89PNG")
+    rows = [r for r in opened.table("subcomponents").to_arrow().to_pylist() if r["document_id"] == quay
+            and r["kind"] == "row"]
+    assert sorted(r["cells"] for r in rows) == [["North", "1,204"], ["South", "986"]]
+    links = [e for e in opened.table("edges").to_arrow().to_pylist() if e["document_id"] == quay
+             and e["kind"] == "links_to"]
+    good = document_id(s.url("/good"))
+    assert {(e["src_layer"], e["dst_id"], e["resolved"]) for e in links} == {(1, good, True), (2, good, True)}
+    assert opened.neighbors([good], direction="out") == [quay]
+
+
+def test_sample_site_indexes_its_pdf_report(site_index):
+    index = laminae.open(str(site_index[0]))
+    [report] = [d for d in index.table("documents").to_arrow().to_pylist() if d["kind"] == "pdf"]
+    assert report["title"] == "Guild of Bakers: Annual Report 2025" and report["url"].endswith("/guild-report.pdf")
+    comps = [c for c in index.table("components").to_arrow().to_pylist() if c["document_id"] == report["id"]]
+    kinds = [c["kind"] for c in comps]
+    assert kinds.count("paragraph") >= 5 and kinds.count("table") == 1 and kinds.count("image") == 1
+    rows = [s for s in index.table("subcomponents").to_arrow().to_pylist()
+            if s["document_id"] == report["id"] and s["kind"] == "row"]
+    assert ["Baguette", "2,102,650", "-2%"] in [r["cells"] for r in rows]
+    links = [e for e in index.table("edges").to_arrow().to_pylist()
+             if e["document_id"] == report["id"] and e["kind"] == "links_to"]
+    assert len(links) >= 10 and all(e["resolved"] for e in links)
+    assert any(e["target_url"].endswith("/sourdough.html") and e["src_layer"] == 2 for e in links)  # from a row
+    bakers = document_id(next(d["url"] for d in index.table("documents").to_arrow().to_pylist()
+                              if d["url"].endswith("/bakers.html")))
+    assert report["id"] in index.neighbors([bakers], direction="out")

@@ -1,0 +1,450 @@
+"""Parse one PDF into the same components as an HTML page, with pymupdf.
+
+Reads the PDF's bytes; returns a ``ParsedPage`` whose components carry their page and bbox:
+paragraphs (text blocks in reading order, two columns included, line-end hyphens repaired,
+running headers, footers and page numbers dropped), tables (ruled tables found by
+``find_tables``, header + rows), and embedded images (bytes kept on the component, with a nearby
+"Figure N" caption). Headings come from the PDF outline when it has one, else from font size and
+weight, and give each component its section path. URI links keep their character offsets (or
+table row) so the node stage makes ``links_to`` edges from components and sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from tasks.config import ParseConfig
+from tasks.model import Component, Link, ParsedPage, linearize_table
+from tasks.parse_html import ParseError, image_text_proxy, resolve_href
+
+MARGIN = 0.08  # top and bottom share of a page where running headers and footers sit
+PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)
+FIGURE_CAPTION = re.compile(r"^(figure|fig\.?)\s*\d+", re.IGNORECASE)
+TABLE_CAPTION = re.compile(r"^table\s*\d+", re.IGNORECASE)
+NUMBER = re.compile(r"^[-+]?[\d.,% ]+$")
+SENTENCE_END = tuple(".!?:;\"')]”’")
+WEB_IMAGE_EXT = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif"}
+MAX_IMAGE_PIXELS = 89_478_485  # the same bomb threshold as for web images
+
+
+class PdfError(ParseError):
+    """A PDF that cannot be indexed; ``reason`` is the error row's reason."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass
+class _Block:
+    """A run of text lines with one style, or a table or an image, on one page."""
+
+    page: int
+    bbox: tuple[float, float, float, float]
+    kind: str = "text"  # text | table | image
+    lines: list[str] = field(default_factory=list)
+    size: float = 0.0
+    bold: bool = False
+    gap_before: bool = False  # a paragraph break inside a pymupdf block
+    heading: int = 0  # heading level, 0 for body text
+    text: str = ""
+    links: list[Link] = field(default_factory=list)
+    component: Component | None = None
+    offset: int = 0  # where this block's text starts in its component's text
+    row_bounds: list[tuple[float, float]] = field(default_factory=list)  # tables: y-range of each data row
+
+
+def _join_lines(lines: list[str]) -> str:
+    out = ""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if out.endswith("\xad"):
+            out = out[:-1] + line
+        elif len(out) > 1 and out[-1] == "-" and out[-2].isalpha() and line[:1].islower():
+            out = out[:-1] + line  # a word hyphenated at the line end
+        else:
+            out = f"{out} {line}" if out else line
+    return " ".join(out.split())
+
+
+def _text_blocks(page, number: int, textpage) -> list[_Block]:
+    """Text blocks of a page, split where the font size changes or a wide gap opens."""
+    out: list[_Block] = []
+    for block in page.get_text("dict", textpage=textpage)["blocks"]:
+        current: _Block | None = None
+        previous_bottom = None
+        for line in block.get("lines", []):
+            spans = [s for s in line["spans"] if s["text"].strip()]
+            if not spans:
+                continue
+            text = "".join(s["text"] for s in line["spans"])
+            chars = sum(len(s["text"]) for s in spans)
+            size = round(sum(s["size"] * len(s["text"]) for s in spans) / chars, 1)
+            bold = all(s["flags"] & 16 or "bold" in s["font"].lower() for s in spans)
+            x0, y0, x1, y1 = line["bbox"]
+            height = max(y1 - y0, 1.0)
+            gap = previous_bottom is not None and y0 - previous_bottom > 0.8 * height
+            if current is None or abs(size - current.size) > 0.6 or bold != current.bold or gap:
+                current = _Block(number, (x0, y0, x1, y1), size=size, bold=bold, gap_before=gap)
+                out.append(current)
+            else:
+                b = current.bbox
+                current.bbox = (min(b[0], x0), min(b[1], y0), max(b[2], x1), max(b[3], y1))
+            current.lines.append(text)
+            previous_bottom = y1
+    for b in out:
+        b.text = _join_lines(b.lines)
+    return [b for b in out if b.text]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\d+", "#", " ".join(text.lower().split()))
+
+
+def _drop_running_text(pages: list[list[_Block]], heights: list[float]) -> None:
+    """Remove page numbers and text repeated in the top or bottom margin of many pages."""
+    def in_margin(b: _Block) -> bool:
+        h = heights[b.page - 1]
+        return b.bbox[3] <= h * MARGIN or b.bbox[1] >= h * (1 - MARGIN)
+
+    seen = Counter(key for blocks in pages for key in {_norm(b.text) for b in blocks if in_margin(b)})
+    repeat = max(2, (len(pages) + 1) // 2)
+    for blocks in pages:
+        blocks[:] = [b for b in blocks if not (in_margin(b) and (PAGE_NUMBER.match(b.text)
+                                                                 or seen[_norm(b.text)] >= repeat))]
+
+
+def _assign_headings(pages: list[list[_Block]], toc: list) -> None:
+    """Mark heading blocks and their levels: the outline's levels, else font size and weight."""
+    sizes: Counter[float] = Counter()
+    for blocks in pages:
+        for b in blocks:
+            sizes[round(b.size * 2) / 2] += len(b.text)
+    if not sizes:
+        return
+    body = sizes.most_common(1)[0][0]
+    outline = {" ".join(title.lower().split()): level for level, title, *_ in toc if title.strip()}
+
+    def candidate(b: _Block) -> bool:
+        short = len(b.text) <= 200 and len(b.lines) <= 3 and not b.text.endswith(".")
+        return short and (b.size >= body * 1.2 or (b.bold and b.size >= body - 0.1 and len(b.text) <= 120))
+
+    levels = sorted({round(b.size) for blocks in pages for b in blocks if candidate(b)}, reverse=True)
+    for blocks in pages:
+        for b in blocks:
+            key = " ".join(b.text.lower().split())
+            if key in outline and len(b.text) <= 200:
+                b.heading = outline[key]
+            elif candidate(b) and not outline:
+                b.heading = min(levels.index(round(b.size)) + 1, 6)
+
+
+def _reading_order(blocks: list[_Block], width: float) -> list[_Block]:
+    """Blocks top to bottom; where a page has two columns, the left column before the right."""
+    mid, tol = width / 2, width * 0.02
+    left = [b for b in blocks if b.bbox[2] <= mid + tol]
+    right = [b for b in blocks if b.bbox[0] >= mid - tol]
+    side_by_side = any(a.bbox[1] < b.bbox[3] and b.bbox[1] < a.bbox[3] for a in left for b in right)
+    if not side_by_side or len(left) + len(right) < 3:
+        return sorted(blocks, key=lambda b: (round(b.bbox[1]), b.bbox[0]))
+    spanning = sorted((b for b in blocks if b not in left and b not in right), key=lambda b: b.bbox[1])
+    out: list[_Block] = []
+    top = float("-inf")
+    for cut in [*spanning, None]:
+        bottom = cut.bbox[1] if cut else float("inf")
+        for column in (left, right):
+            out.extend(sorted((b for b in column if top <= b.bbox[1] < bottom), key=lambda b: b.bbox[1]))
+        if cut:
+            out.append(cut)
+            top = cut.bbox[1]
+    return out
+
+
+def _rulings(page):
+    """The area a page's straight lines and boxes cover, when there are enough to rule a table."""
+    import pymupdf
+
+    x0 = y0 = float("inf")
+    x1 = y1 = float("-inf")
+    count = 0
+    for path in page.get_cdrawings():
+        items = sum(1 for item in path["items"] if item[0] in ("l", "re", "qu"))
+        if items:
+            count += items
+            r = path["rect"]  # a line's rect has no height, so Rect union would drop it
+            x0, y0, x1, y1 = min(x0, r[0]), min(y0, r[1]), max(x1, r[2]), max(y1, r[3])
+    return pymupdf.Rect(x0 - 4, y0 - 4, x1 + 4, y1 + 4) if count >= 4 else None
+
+
+def _cell_text(words: list, cell) -> str:
+    x0, y0, x1, y1 = cell
+    inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    inside.sort(key=lambda w: (w[5], w[6], w[7]))  # block, line, word number
+    return " ".join(w[4] for w in inside)
+
+
+def _tables(page, number: int, area, words: list) -> list[_Block]:
+    tables = []
+    for tab in page.find_tables(clip=area, use_layout=False).tables:
+        rows = [([_cell_text(words, c) if c else "" for c in row.cells], (row.bbox[1], row.bbox[3]))
+                for row in tab.rows]
+        # the first ruled row is the header unless it holds numbers (pymupdf's own header search,
+        # ``tab.header``, looks for text above the table and costs more than finding the table)
+        first = rows[0][0] if rows else []
+        if any(first) and not any(NUMBER.match(cell) for cell in first if cell):
+            header, rows = first, rows[1:]
+        else:
+            header = []
+        rows = [(cells, bounds) for cells, bounds in rows if any(cell.strip() for cell in cells)]
+        if not rows:
+            continue
+        block = _Block(number, tuple(tab.bbox), kind="table", row_bounds=[bounds for _, bounds in rows])
+        block.component = Component(kind="table", text="", section_path=[], table_kind="data",
+                                    header=header if any(header) else None, rows=[cells for cells, _ in rows],
+                                    page=number, bbox=[float(v) for v in tab.bbox])
+        tables.append(block)
+    return tables
+
+
+def _images(doc, page, number: int, cfg: ParseConfig, warnings: list[str]) -> list[_Block]:
+    import pymupdf
+
+    out: list[_Block] = []
+    seen: set[int] = set()
+    for info in page.get_image_info(xrefs=True):
+        xref = info.get("xref") or 0
+        x0, y0, x1, y1 = info["bbox"]
+        small = min(info["width"], info["height"], x1 - x0, y1 - y0) < cfg.min_image_side
+        if xref <= 0 or xref in seen or small:
+            continue
+        seen.add(xref)
+        if info["width"] * info["height"] > MAX_IMAGE_PIXELS:
+            warnings.append(f"image_skipped: page {number}: {info['width']}x{info['height']} pixels is too large")
+            continue
+        try:
+            extracted = doc.extract_image(xref)
+            mime = WEB_IMAGE_EXT.get(extracted.get("ext", ""))
+            data = extracted["image"]
+            if mime is None or extracted.get("smask"):
+                pix = pymupdf.Pixmap(doc, xref)
+                if pix.n - pix.alpha >= 4:
+                    pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+                data, mime = pix.tobytes("png"), "image/png"
+        except Exception as exc:  # a broken image stream must not lose the rest of the page
+            warnings.append(f"image_unreadable: page {number} image {xref}: {type(exc).__name__}: {exc}")
+            continue
+        block = _Block(number, (x0, y0, x1, y1), kind="image")
+        block.component = Component(kind="image", text="", section_path=[], width=info["width"],
+                                    height=info["height"], page=number, bbox=[x0, y0, x1, y1],
+                                    image_data=data, image_mime=mime)
+        out.append(block)
+    return out
+
+
+def _take_caption(target: _Block, blocks: list[_Block], pattern: re.Pattern) -> str | None:
+    """The caption block just below (else above) a figure or table; removed from ``blocks``."""
+    x0, y0, x1, y1 = target.bbox
+    best, distance = None, 60.0
+    for b in blocks:
+        if b.kind != "text" or not pattern.match(b.text) or b.bbox[2] < x0 or b.bbox[0] > x1:
+            continue
+        d = b.bbox[1] - y1 if b.bbox[1] >= y1 - 2 else y0 - b.bbox[3]
+        if -2 <= d < distance:
+            best, distance = b, d
+    if best is None:
+        return None
+    blocks.remove(best)
+    return best.text
+
+
+def _inside(inner, outer, slack: float = 2.0) -> bool:
+    cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
+    return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
+
+
+def _links(page, url: str, words: list) -> list[tuple[tuple, str, str]]:
+    """(box, target URL, anchor text) of each web link on a page."""
+    out = []
+    for link in page.get_links():
+        # a relative target ("rye.html") is a launch link with a "file" in pymupdf
+        href = link.get("uri") or link.get("file")
+        target = resolve_href(url, href) if href else None
+        if target:
+            rect = link["from"]
+            box = (rect.x0, rect.y0, rect.x1, rect.y1)
+            out.append((box, target, _cell_text(words, box).rstrip(".,;:")))
+    return out
+
+
+def _attach_links(links: list[tuple[tuple, str, str]], blocks: list[_Block]) -> None:
+    for box, target, anchor in links:
+        for b in blocks:
+            if _inside(box, b.bbox):
+                row = None
+                if b.kind == "table":
+                    cy = (box[1] + box[3]) / 2
+                    row = next((i for i, (top, bottom) in enumerate(b.row_bounds) if top <= cy <= bottom), None)
+                b.links.append(Link(url=target, anchor=anchor, row=row))
+                break
+
+
+def _continues(previous: Component | None, prev_block: _Block | None, block: _Block) -> bool:
+    """Whether a text block carries on the paragraph before it (across a column or page break)."""
+    if previous is None or prev_block is None or previous.kind != "paragraph" or block.gap_before:
+        return False
+    if abs(prev_block.size - block.size) > 0.6 or previous.text.endswith(SENTENCE_END):
+        return False
+    return block.text[:1].islower() or prev_block.page != block.page or prev_block.bbox[3] < block.bbox[1] + 1
+
+
+def _title(doc, pages: list[list[_Block]], url: str) -> str:
+    meta = " ".join((doc.metadata or {}).get("title", "").split())
+    if meta and not meta.lower().startswith(("untitled", "microsoft word")) and not meta.lower().endswith(".pdf"):
+        return meta
+    headings = [b for blocks in pages for b in blocks if b.heading]
+    if headings:
+        return min(headings, key=lambda b: (b.heading, b.page, b.bbox[1])).text
+    first = next((b.text for blocks in pages for b in blocks if b.kind == "text"), "")
+    return first[:120] or url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _open(body: bytes, cfg: ParseConfig):
+    import pymupdf
+
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pymupdf.TOOLS.mupdf_display_warnings(False)
+    if not body.lstrip()[:5].startswith(b"%PDF"):
+        raise PdfError("unparsable_pdf", "the bytes do not start with a PDF header")
+    try:
+        doc = pymupdf.open(stream=body, filetype="pdf")
+    except Exception as exc:  # pymupdf raises several types (FileDataError, EmptyFileError, RuntimeError)
+        raise PdfError("unparsable_pdf", f"pymupdf could not open it: {type(exc).__name__}: {exc}") from None
+    if doc.needs_pass or doc.is_encrypted:
+        doc.close()
+        raise PdfError("encrypted_pdf", "the PDF is password-protected; laminae does not decrypt documents")
+    if doc.page_count == 0:
+        doc.close()
+        raise PdfError("empty_pdf", "the PDF has no pages")
+    if doc.page_count > cfg.pdf_max_pages:
+        n = doc.page_count
+        doc.close()
+        raise PdfError("pdf_too_large", f"{n} pages exceeds the limit of {cfg.pdf_max_pages} "
+                                        "(raise LAMINAE_PARSE__PDF_MAX_PAGES to index it)")
+    return doc
+
+
+def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPage:
+    """Parse one PDF; raises ``PdfError`` (with a reason) for a PDF that cannot be indexed."""
+    cfg = cfg or ParseConfig()
+    doc = _open(body, cfg)
+    warnings: list[str] = []
+    if doc.is_repaired:
+        warnings.append("repaired_pdf: the file was damaged (truncated or broken cross-references) and repaired")
+    import pymupdf
+
+    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+    unreadable = 0
+    try:
+        pages: list[list[_Block]] = []
+        extras: list[tuple[list[_Block], list[_Block], list]] = []  # tables, images, links per page
+        widths: list[float] = []
+        heights: list[float] = []
+        for number in range(1, doc.page_count + 1):
+            blocks: list[_Block] = []
+            extra: tuple[list[_Block], list[_Block], list] = ([], [], [])
+            try:
+                page = doc.load_page(number - 1)
+                widths.append(page.rect.width)
+                heights.append(page.rect.height)
+                textpage = page.get_textpage(flags=flags)
+                blocks = _text_blocks(page, number, textpage)
+                words = page.get_text("words", textpage=textpage) if blocks else []
+                area = _rulings(page) if cfg.pdf_tables and blocks else None
+                extra = (_tables(page, number, area, words) if area is not None else [],
+                         _images(doc, page, number, cfg, warnings) if page.get_images() else [],
+                         _links(page, url, words))
+            except Exception as exc:  # one unreadable page must not lose the others
+                warnings.append(f"page_unreadable: page {number}: {type(exc).__name__}: {exc}")
+                unreadable += 1
+                widths.append(widths[-1] if widths else 612.0)
+                heights.append(heights[-1] if heights else 792.0)
+            pages.append(blocks)
+            extras.append(extra)
+        if unreadable == doc.page_count:
+            raise PdfError("unparsable_pdf", "no page of the PDF could be read")
+        has_text = any(pages)
+        _drop_running_text(pages, heights)
+        _assign_headings(pages, doc.get_toc(simple=True) if has_text else [])
+        title = _title(doc, pages, url)
+        for blocks, (tables, images, links), width in zip(pages, extras, widths, strict=True):
+            blocks[:] = [b for b in blocks if not any(_inside(b.bbox, t.bbox) for t in tables)]
+            for t in tables:
+                t.component.caption = _take_caption(t, blocks, TABLE_CAPTION)
+            for im in images:
+                im.component.caption = _take_caption(im, blocks, FIGURE_CAPTION)
+            blocks.extend(tables + images)
+            blocks[:] = _reading_order(blocks, width)
+            _attach_links(links, blocks)
+        if not has_text:
+            warnings.append(f"no_text_layer: none of the {doc.page_count} pages has a text layer "
+                            "(a scan?); only its images are indexed, OCR is off")
+        components = _components(pages, title, cfg)
+    finally:
+        doc.close()
+    return ParsedPage(url, title, None, None, components, warnings, kind="pdf")
+
+
+def _components(pages: list[list[_Block]], title: str, cfg: ParseConfig) -> list[Component]:
+    components: list[Component] = []
+    sections: list[tuple[int, str]] = []
+    prev_block: _Block | None = None
+    for blocks in pages:
+        for b in blocks:
+            path = [text for _, text in sections]
+            if b.heading:
+                while sections and sections[-1][0] >= b.heading:
+                    sections.pop()
+                sections.append((b.heading, b.text))
+                prev_block = None
+                continue
+            if b.kind != "text":
+                comp = b.component
+                comp.section_path = path
+                comp.links = b.links
+                if comp.kind == "table":
+                    comp.text = linearize_table(comp.caption, comp.header, comp.rows or [])
+                else:
+                    comp.text = image_text_proxy(comp, title)
+                components.append(comp)
+                prev_block = None
+                continue
+            last = components[-1] if components else None
+            if _continues(last, prev_block, b):
+                b.offset = len(last.text) + 1
+                last.text = f"{last.text} {b.text}"
+                b.component = last
+            else:
+                b.component = Component(kind="paragraph", text=b.text, section_path=path, page=b.page,
+                                        bbox=[float(v) for v in b.bbox])
+                components.append(b.component)
+            _place_links(b)
+            prev_block = b
+    return [c for c in components if c.kind != "paragraph" or len(c.text) >= max(cfg.min_paragraph_chars, 1)]
+
+
+def _place_links(b: _Block) -> None:
+    """Give a paragraph's links the character offsets of their anchors."""
+    comp = b.component
+    cursor = b.offset
+    for link in b.links:
+        at = comp.text.find(link.anchor, cursor) if link.anchor else -1
+        if at < 0 and link.anchor:
+            at = comp.text.find(link.anchor, b.offset)
+        if at >= 0:
+            link.start, link.end = at, at + len(link.anchor)
+            cursor = link.end
+        comp.links.append(link)

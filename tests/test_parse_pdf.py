@@ -1,0 +1,205 @@
+"""PDF parsing on PDFs the tests write with pymupdf: known paragraphs, headings, tables, images, links."""
+
+from __future__ import annotations
+
+import pytest
+
+from schemas import document_id
+from tasks.config import ParseConfig
+from tasks.crawl import FetchResult, extract_pdf_links
+from tasks.nodes import build_nodes
+from tasks.parse_pdf import PdfError, parse_pdf
+from tasks.synthetic_pdf import LOREM, PdfWriter, png, report_pdf
+
+pymupdf = pytest.importorskip("pymupdf")  # part of the build extra: installed by `make test`
+
+URL = "http://127.0.0.1:9/reports/harbour.pdf"
+
+
+def harbour_pdf(outline: bool = True) -> bytes:
+    w = PdfWriter(title="Harbour annual report", running_header="Harbour annual report 2025 - internal")
+    w.heading("Harbour annual report", 1)
+    w.heading("Operations", 2)
+    w.paragraph("The harbour handled more ships than ever. Tugs worked in two shifts. "
+                "See the port authority for the details.", links={"port authority": "https://example.org/port"})
+    w.lines(["Dredging of the main chan-", "nel finished in May, and the new quay", "opened in June."])
+    w.heading("Cargo", 3)
+    w.table(["Year", "Tonnes", "Ships"], [["2024", "2,102,650", "812"], ["2025", "2,340,000", "901"]],
+            caption="Table 1: cargo by year", links={"2025": "https://example.org/cargo-2025"})
+    w.image(png(seed=3), caption="Figure 1: the new quay at dawn")
+    w.image(png(12, 12), width=10, height=10)  # a bullet-sized decoration
+    w.heading("Outlook", 2)
+    w.columns(2)
+    for i in range(8):
+        w.paragraph(f"Column paragraph {i}. " + "More ships will call as the canal deepens. " * 6)
+    return w.tobytes(outline=outline)
+
+
+@pytest.fixture(scope="module")
+def harbour():
+    return parse_pdf(harbour_pdf(), URL)
+
+
+def test_paragraphs_headings_and_section_paths(harbour):
+    paragraphs = [c for c in harbour.components if c.kind == "paragraph"]
+    assert harbour.kind == "pdf" and harbour.title == "Harbour annual report"
+    assert paragraphs[0].text == ("The harbour handled more ships than ever. Tugs worked in two shifts. "
+                                  "See the port authority for the details.")
+    assert paragraphs[0].section_path == ["Harbour annual report", "Operations"]
+    table = next(c for c in harbour.components if c.kind == "table")
+    assert table.section_path == ["Harbour annual report", "Operations", "Cargo"]
+    assert paragraphs[2].section_path == ["Harbour annual report", "Outlook"]  # level 2 closes level 3
+    # headings are section names, not paragraphs
+    assert not any(c.text in ("Operations", "Cargo", "Outlook") for c in harbour.components)
+
+
+def test_font_sizes_give_the_hierarchy_without_an_outline():
+    page = parse_pdf(harbour_pdf(outline=False), URL)
+    table = next(c for c in page.components if c.kind == "table")
+    assert table.section_path == ["Harbour annual report", "Operations", "Cargo"]
+
+
+def test_hyphen_at_a_line_end_is_repaired(harbour):
+    texts = [c.text for c in harbour.components]
+    assert "Dredging of the main channel finished in May, and the new quay opened in June." in texts
+
+
+def test_running_headers_and_page_numbers_are_dropped(harbour):
+    assert harbour.components[-1].page == 2  # the columns run onto a second page
+    for comp in harbour.components:
+        assert "internal" not in comp.text
+        assert comp.text.strip() not in ("1", "2")
+
+
+def test_table_header_rows_caption_and_row_link(harbour):
+    table = next(c for c in harbour.components if c.kind == "table")
+    assert table.header == ["Year", "Tonnes", "Ships"]
+    assert table.rows == [["2024", "2,102,650", "812"], ["2025", "2,340,000", "901"]]
+    assert table.caption == "Table 1: cargo by year"
+    assert [(lk.url, lk.row) for lk in table.links] == [("https://example.org/cargo-2025", 1)]
+    assert table.page == 1 and len(table.bbox) == 4
+    assert not any("2,102,650" in c.text for c in harbour.components if c.kind == "paragraph")
+
+
+def test_image_with_caption_and_decoration_skipped(harbour):
+    images = [c for c in harbour.components if c.kind == "image"]
+    assert len(images) == 1
+    image = images[0]
+    assert image.caption == "Figure 1: the new quay at dawn"
+    assert image.image_data.startswith(b"\x89PNG") and (image.width, image.height) == (240, 160)
+    assert "Caption: Figure 1: the new quay at dawn" in image.text
+    assert not any(c.text.startswith("Figure 1") for c in harbour.components if c.kind == "paragraph")
+
+
+def test_two_columns_are_read_left_column_first(harbour):
+    order = [int(c.text.split()[2].rstrip(".")) for c in harbour.components if c.text.startswith("Column paragraph")]
+    assert order == list(range(8))
+    first = next(c for c in harbour.components if c.text.startswith("Column paragraph 0"))
+    later = [c for c in harbour.components if c.text.startswith("Column paragraph") and c.page == first.page]
+    assert {round(c.bbox[0]) for c in later} == {56, round(56 + (595 - 112 - 18) / 2 + 18)}  # both columns used
+
+
+def test_links_become_component_and_sentence_edges(harbour):
+    paragraph = harbour.components[0]
+    [link] = paragraph.links
+    assert (link.url, link.anchor) == ("https://example.org/port", "port authority")
+    assert paragraph.text[link.start:link.end] == "port authority"
+    fetch = FetchResult(url=URL, final_url=URL, content_type="application/pdf", raw_key="k")
+    nodes = build_nodes(harbour, document_id(URL), fetch, ParseConfig())
+    links = [e for e in nodes.edges if e["kind"] == "links_to" and e["target_url"] == "https://example.org/port"]
+    assert sorted(e["src_layer"] for e in links) == [1, 2]
+    sentence = next(s for s in nodes.subcomponents if s["id"] == next(e["src_id"] for e in links if e["src_layer"] == 2))
+    assert sentence["text"] == "See the port authority for the details."
+    assert nodes.document["kind"] == "pdf"
+    assert all(c["page"] and c["bbox"] for c in nodes.components)
+    assert any(s["kind"] == "row" and "Tonnes: 2,102,650" in s["text"] for s in nodes.subcomponents)
+    assert "https://example.org/port" in extract_pdf_links(harbour_pdf(), URL)
+
+
+def test_relative_links_resolve_against_the_pdf_url():
+    w = PdfWriter()
+    w.paragraph("Read the rye page next.", links={"rye page": "../rye.html"})
+    page = parse_pdf(w.tobytes(), URL)
+    assert [lk.url for lk in page.components[0].links] == ["http://127.0.0.1:9/rye.html"]
+
+
+def test_a_paragraph_across_a_page_break_is_one_component():
+    doc = pymupdf.open()
+    first = doc.new_page()
+    first.insert_text((56, 100), "The board met in March.", fontsize=10)
+    first.insert_text((56, 760), "After a long debate the harbour board decided that the", fontsize=10)
+    second = doc.new_page()
+    second.insert_text((56, 80), "new quay would open in June.", fontsize=10)
+    page = parse_pdf(doc.tobytes(), URL)
+    assert [c.text for c in page.components] == [
+        "The board met in March.",
+        "After a long debate the harbour board decided that the new quay would open in June.",
+    ]
+
+
+def test_pdf_without_text_layer_keeps_its_images_and_says_so():
+    doc = pymupdf.open()
+    doc.new_page().insert_image(pymupdf.Rect(50, 50, 450, 650), stream=png(400, 600, seed=1))
+    page = parse_pdf(doc.tobytes(), URL)
+    assert [c.kind for c in page.components] == ["image"]
+    assert any(w.startswith("no_text_layer") for w in page.warnings)
+    empty = pymupdf.open()
+    empty.new_page()
+    blank = parse_pdf(empty.tobytes(), URL)
+    assert blank.components == [] and any(w.startswith("no_text_layer") for w in blank.warnings)
+
+
+def _zero_page_pdf() -> bytes:
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for i, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _encrypted_pdf() -> bytes:
+    w = PdfWriter()
+    w.paragraph("Secret figures.")
+    doc = pymupdf.open(stream=w.tobytes(), filetype="pdf")
+    return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o")
+
+
+@pytest.mark.parametrize(("make", "reason", "cfg"), [
+    (lambda: b"%PDF-1.7\n garbage that is not a PDF at all", "unparsable_pdf", None),
+    (lambda: b"<html>not a pdf</html>", "unparsable_pdf", None),
+    (_encrypted_pdf, "encrypted_pdf", None),
+    (_zero_page_pdf, "empty_pdf", None),
+    (lambda: report_pdf(pages=3), "pdf_too_large", ParseConfig(pdf_max_pages=2)),
+])
+def test_bad_pdfs_raise_with_a_reason(make, reason, cfg):
+    with pytest.raises(PdfError) as err:
+        parse_pdf(make(), URL, cfg)
+    assert err.value.reason == reason and str(err.value)
+
+
+def test_truncated_pdf_is_repaired_or_refused_never_crashes():
+    body = report_pdf(pages=4)
+    for cut in (len(body) // 4, len(body) // 2, len(body) - 200):
+        try:
+            page = parse_pdf(body[:cut], URL)
+        except PdfError as exc:
+            assert exc.reason == "unparsable_pdf"
+        else:
+            assert any(w.startswith("repaired_pdf") for w in page.warnings)
+
+
+def test_report_corpus_parses_every_page():
+    body = report_pdf(pages=6, seed=2)
+    page = parse_pdf(body, URL)
+    kinds = {c.kind for c in page.components}
+    assert kinds == {"paragraph", "table", "image"}
+    assert {c.page for c in page.components} == set(range(1, pymupdf.open(stream=body).page_count + 1))
+    assert not page.warnings
+    assert all(c.text for c in page.components)
+    assert LOREM.split(".")[0] in page.components[0].text
