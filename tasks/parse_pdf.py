@@ -71,23 +71,34 @@ def _join_lines(lines: list[str]) -> str:
     return " ".join(out.split())
 
 
-def _text_blocks(page, number: int, textpage) -> list[_Block]:
-    """Text blocks of a page, split where the font size changes or a wide gap opens."""
+def _page_blocks(page, number: int, textpage, cfg: ParseConfig,
+                 warnings: list[str]) -> tuple[list[_Block], list[_Block], list[tuple]]:
+    """Text blocks (split where the font size changes or a wide gap opens), image blocks, and the
+    boxes of straight vector strokes and fills (lines are thin boxes)."""
     out: list[_Block] = []
+    images: list[_Block] = []
+    rules: list[tuple] = []
     for block in page.get_text("dict", textpage=textpage)["blocks"]:
+        if block["type"] == 3:
+            if block.get("isrect"):
+                rules.append(block["bbox"])
+            continue
+        if block["type"] == 1:
+            image = _image_block(block, number, cfg, warnings)
+            if image is not None:
+                images.append(image)
+            continue
         current: _Block | None = None
         previous_bottom = None
-        for line in block.get("lines", []):
-            spans = [s for s in line["spans"] if s["text"].strip()]
+        for line in block["lines"]:
+            spans = [s for s in line["spans"] if not s["text"].isspace()]
             if not spans:
                 continue
-            text = "".join(s["text"] for s in line["spans"])
-            chars = sum(len(s["text"]) for s in spans)
-            size = round(sum(s["size"] * len(s["text"]) for s in spans) / chars, 1)
-            bold = all(s["flags"] & 16 or "bold" in s["font"].lower() for s in spans)
+            text = "".join(s["text"] for s in spans)
+            size = round(sum(s["size"] * len(s["text"]) for s in spans) / len(text), 1)
+            bold = all(s["flags"] & 16 or "Bold" in s["font"] or "bold" in s["font"] for s in spans)
             x0, y0, x1, y1 = line["bbox"]
-            height = max(y1 - y0, 1.0)
-            gap = previous_bottom is not None and y0 - previous_bottom > 0.8 * height
+            gap = previous_bottom is not None and y0 - previous_bottom > 0.8 * max(y1 - y0, 1.0)
             if current is None or abs(size - current.size) > 0.6 or bold != current.bold or gap:
                 current = _Block(number, (x0, y0, x1, y1), size=size, bold=bold, gap_before=gap)
                 out.append(current)
@@ -98,7 +109,33 @@ def _text_blocks(page, number: int, textpage) -> list[_Block]:
             previous_bottom = y1
     for b in out:
         b.text = _join_lines(b.lines)
-    return [b for b in out if b.text]
+    return [b for b in out if b.text], images, rules
+
+
+def _image_block(block: dict, number: int, cfg: ParseConfig, warnings: list[str]) -> _Block | None:
+    """An image block of pymupdf's dict as an image component; None for decorations."""
+    x0, y0, x1, y1 = block["bbox"]
+    width, height = block["width"], block["height"]
+    if min(width, height, x1 - x0, y1 - y0) < cfg.min_image_side:
+        return None
+    data, mime = block["image"], WEB_IMAGE_EXT.get(block.get("ext", ""))
+    if mime is None or block.get("mask"):
+        try:
+            import pymupdf
+
+            pix = pymupdf.Pixmap(data)
+            if block.get("mask"):
+                pix = pymupdf.Pixmap(pix, pymupdf.Pixmap(block["mask"]))
+            if pix.n - pix.alpha >= 4:
+                pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+            data, mime = pix.tobytes("png"), "image/png"
+        except Exception as exc:  # a broken image stream must not lose the rest of the page
+            warnings.append(f"image_unreadable: page {number}: {type(exc).__name__}: {exc}")
+            return None
+    out = _Block(number, (x0, y0, x1, y1), kind="image")
+    out.component = Component(kind="image", text="", section_path=[], width=width, height=height, page=number,
+                              bbox=[x0, y0, x1, y1], image_data=data, image_mime=mime)
+    return out
 
 
 def _norm(text: str) -> str:
@@ -164,33 +201,64 @@ def _reading_order(blocks: list[_Block], width: float) -> list[_Block]:
     return out
 
 
-def _rulings(page):
-    """The area a page's straight lines and boxes cover, when there are enough to rule a table."""
+def _rulings(rules: list[tuple]):
+    """The area a page's straight strokes and boxes cover, when there are enough to rule a table.
+
+    Only horizontal rules (underlines, a line under a header) or only vertical ones cannot make
+    a grid, so such pages skip the table finder."""
+    if len(rules) < 4:
+        return None
+    wide = sum(1 for r in rules if r[2] - r[0] > 3)
+    tall = sum(1 for r in rules if r[3] - r[1] > 3)
+    if wide < 2 or tall < 2:
+        return None
     import pymupdf
 
-    x0 = y0 = float("inf")
-    x1 = y1 = float("-inf")
-    count = 0
-    for path in page.get_cdrawings():
-        items = sum(1 for item in path["items"] if item[0] in ("l", "re", "qu"))
-        if items:
-            count += items
-            r = path["rect"]  # a line's rect has no height, so Rect union would drop it
-            x0, y0, x1, y1 = min(x0, r[0]), min(y0, r[1]), max(x1, r[2]), max(y1, r[3])
-    return pymupdf.Rect(x0 - 4, y0 - 4, x1 + 4, y1 + 4) if count >= 4 else None
+    return pymupdf.Rect(min(r[0] for r in rules) - 4, min(r[1] for r in rules) - 4,
+                        max(r[2] for r in rules) + 4, max(r[3] for r in rules) + 4)
+
+
+class _Words:
+    """A page's words, extracted on first use (only pages with tables or links need them)."""
+
+    def __init__(self, page, textpage) -> None:
+        self.page, self.textpage, self.words = page, textpage, None
+
+    def __call__(self) -> list:
+        if self.words is None:
+            self.words = self.page.get_text("words", textpage=self.textpage)
+        return self.words
+
+
+def _text_flags(page, number: int, warnings: list[str]) -> int:
+    """pymupdf's dict flags: with vector boxes, and images unless one is too large to decode safely."""
+    import pymupdf
+
+    flags = pymupdf.TEXTFLAGS_DICT | pymupdf.TEXT_COLLECT_VECTORS
+    huge = [(w, h) for _, _, w, h, *_ in page.get_images(full=True) if w * h > MAX_IMAGE_PIXELS]
+    if not huge:
+        return flags
+    warnings.extend(f"image_skipped: page {number}: {w}x{h} pixels is too large" for w, h in huge)
+    return flags & ~pymupdf.TEXT_PRESERVE_IMAGES
+
+
+def _words_in(words: list, box) -> list:
+    """The words whose centre lies in ``box``, in reading order (block, line, word number)."""
+    x0, y0, x1, y1 = box
+    inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    inside.sort(key=lambda w: (w[5], w[6], w[7]))
+    return inside
 
 
 def _cell_text(words: list, cell) -> str:
-    x0, y0, x1, y1 = cell
-    inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
-    inside.sort(key=lambda w: (w[5], w[6], w[7]))  # block, line, word number
-    return " ".join(w[4] for w in inside)
+    return " ".join(w[4] for w in _words_in(words, cell))
 
 
-def _tables(page, number: int, area, words: list) -> list[_Block]:
+def _tables(page, number: int, area, words: _Words) -> list[_Block]:
     tables = []
     for tab in page.find_tables(clip=area, use_layout=False).tables:
-        rows = [([_cell_text(words, c) if c else "" for c in row.cells], (row.bbox[1], row.bbox[3]))
+        inside = _words_in(words(), tab.bbox)
+        rows = [([_cell_text(inside, c) if c else "" for c in row.cells], (row.bbox[1], row.bbox[3]))
                 for row in tab.rows]
         # the first ruled row is the header unless it holds numbers (pymupdf's own header search,
         # ``tab.header``, looks for text above the table and costs more than finding the table)
@@ -208,41 +276,6 @@ def _tables(page, number: int, area, words: list) -> list[_Block]:
                                     page=number, bbox=[float(v) for v in tab.bbox])
         tables.append(block)
     return tables
-
-
-def _images(doc, page, number: int, cfg: ParseConfig, warnings: list[str]) -> list[_Block]:
-    import pymupdf
-
-    out: list[_Block] = []
-    seen: set[int] = set()
-    for info in page.get_image_info(xrefs=True):
-        xref = info.get("xref") or 0
-        x0, y0, x1, y1 = info["bbox"]
-        small = min(info["width"], info["height"], x1 - x0, y1 - y0) < cfg.min_image_side
-        if xref <= 0 or xref in seen or small:
-            continue
-        seen.add(xref)
-        if info["width"] * info["height"] > MAX_IMAGE_PIXELS:
-            warnings.append(f"image_skipped: page {number}: {info['width']}x{info['height']} pixels is too large")
-            continue
-        try:
-            extracted = doc.extract_image(xref)
-            mime = WEB_IMAGE_EXT.get(extracted.get("ext", ""))
-            data = extracted["image"]
-            if mime is None or extracted.get("smask"):
-                pix = pymupdf.Pixmap(doc, xref)
-                if pix.n - pix.alpha >= 4:
-                    pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
-                data, mime = pix.tobytes("png"), "image/png"
-        except Exception as exc:  # a broken image stream must not lose the rest of the page
-            warnings.append(f"image_unreadable: page {number} image {xref}: {type(exc).__name__}: {exc}")
-            continue
-        block = _Block(number, (x0, y0, x1, y1), kind="image")
-        block.component = Component(kind="image", text="", section_path=[], width=info["width"],
-                                    height=info["height"], page=number, bbox=[x0, y0, x1, y1],
-                                    image_data=data, image_mime=mime)
-        out.append(block)
-    return out
 
 
 def _take_caption(target: _Block, blocks: list[_Block], pattern: re.Pattern) -> str | None:
@@ -266,7 +299,7 @@ def _inside(inner, outer, slack: float = 2.0) -> bool:
     return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
 
 
-def _links(page, url: str, words: list) -> list[tuple[tuple, str, str]]:
+def _links(page, url: str, words: _Words) -> list[tuple[tuple, str, str]]:
     """(box, target URL, anchor text) of each web link on a page."""
     out = []
     for link in page.get_links():
@@ -276,7 +309,7 @@ def _links(page, url: str, words: list) -> list[tuple[tuple, str, str]]:
         if target:
             rect = link["from"]
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
-            out.append((box, target, _cell_text(words, box).rstrip(".,;:")))
+            out.append((box, target, _cell_text(words(), box).rstrip(".,;:")))
     return out
 
 
@@ -344,9 +377,6 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPa
     warnings: list[str] = []
     if doc.is_repaired:
         warnings.append("repaired_pdf: the file was damaged (truncated or broken cross-references) and repaired")
-    import pymupdf
-
-    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
     unreadable = 0
     try:
         pages: list[list[_Block]] = []
@@ -360,12 +390,11 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPa
                 page = doc.load_page(number - 1)
                 widths.append(page.rect.width)
                 heights.append(page.rect.height)
-                textpage = page.get_textpage(flags=flags)
-                blocks = _text_blocks(page, number, textpage)
-                words = page.get_text("words", textpage=textpage) if blocks else []
-                area = _rulings(page) if cfg.pdf_tables and blocks else None
-                extra = (_tables(page, number, area, words) if area is not None else [],
-                         _images(doc, page, number, cfg, warnings) if page.get_images() else [],
+                textpage = page.get_textpage(flags=_text_flags(page, number, warnings))
+                blocks, images, rules = _page_blocks(page, number, textpage, cfg, warnings)
+                words = _Words(page, textpage)
+                area = _rulings(rules) if cfg.pdf_tables and blocks else None
+                extra = (_tables(page, number, area, words) if area is not None else [], images,
                          _links(page, url, words))
             except Exception as exc:  # one unreadable page must not lose the others
                 warnings.append(f"page_unreadable: page {number}: {type(exc).__name__}: {exc}")

@@ -57,7 +57,7 @@ class PdfWriter:
 
     def columns(self, n: int) -> None:
         """Lay out what follows in ``n`` columns, starting below what is already on the page."""
-        if self.column:
+        if self.column or self._bottom() - self.y < 60:
             self.new_page()
         self.n_columns, self.column, self.region_top = n, 0, self.y
 
@@ -80,7 +80,9 @@ class PdfWriter:
 
     def _textbox(self, text: str, size: float, font: str, gap: float):
         pymupdf = self.pymupdf
-        for _ in range(3):
+        for _ in range(4):
+            while self._bottom() - self.y < 3 * size:
+                self._advance()
             x0, x1 = self._x()
             rect = pymupdf.Rect(x0, self.y, x1, self._bottom())
             left = self.page.insert_textbox(rect, text, fontsize=size, fontname=font)
@@ -170,8 +172,11 @@ LOREM = ("Regional rail ridership grew steadily as new timetables linked the val
          "their level through the winter months. ")
 
 
-def report_pdf(pages: int = 4, seed: int = 0, links: bool = True, image: bytes | None = None) -> bytes:
-    """A multi-page report: headings, body text, a two-column section, a ruled table, an image."""
+def report_pdf(pages: int = 4, seed: int = 0, links: bool = True, image: bytes | None = None,
+               table_every: int = 1, image_every: int = 1) -> bytes:
+    """A multi-page report of sections (about 1.7 pages each): a heading, body text with a link,
+    a two-column part, and in every ``table_every``-th / ``image_every``-th section a ruled table /
+    a captioned image."""
     w = PdfWriter(title=f"Transit report {seed}", running_header=f"Transit report {seed} - internal")
     w.heading(f"Transit report {seed}", 1)
     section = 0
@@ -184,8 +189,10 @@ def report_pdf(pages: int = 4, seed: int = 0, links: bool = True, image: bytes |
         for k in range(6):
             w.paragraph(f"Column note {k} of section {section}. " + LOREM * 2)
         w.columns(1)
-        w.table(["Line", "Riders", "Delay"], [[f"L{seed}-{i}", f"{(i + 1) * 1234:,}", f"{i % 7} min"]
-                                              for i in range(6)], caption=f"Table {section}: ridership by line")
-        w.image(image or png(seed=seed + section), caption=f"Figure {section}: network map {seed}-{section}")
+        if section % table_every == 0:
+            w.table(["Line", "Riders", "Delay"], [[f"L{seed}-{i}", f"{(i + 1) * 1234:,}", f"{i % 7} min"]
+                                                  for i in range(6)], caption=f"Table {section}: ridership by line")
+        if section % image_every == 0:
+            w.image(image or png(seed=seed + section), caption=f"Figure {section}: network map {seed}-{section}")
         w.paragraph(LOREM * 2)
     return w.tobytes()

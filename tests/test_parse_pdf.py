@@ -203,3 +203,28 @@ def test_report_corpus_parses_every_page():
     assert not page.warnings
     assert all(c.text for c in page.components)
     assert LOREM.split(".")[0] in page.components[0].text
+
+
+def test_rules_that_cannot_form_a_grid_and_tables_off_give_no_table():
+    w = PdfWriter()
+    w.paragraph("Signatures of the board members follow.")
+    for i in range(5):
+        y = 150 + i * 30
+        w.page.draw_line((56, y), (300, y))  # signature lines: horizontal only
+        w.page.insert_text((56, y - 4), f"Member {i}", fontsize=10)
+    page = parse_pdf(w.tobytes(), URL)
+    assert [c.kind for c in page.components] == ["paragraph"] * len(page.components)
+    assert any("Member 3" in c.text for c in page.components)
+    off = parse_pdf(harbour_pdf(), URL, ParseConfig(pdf_tables=False))
+    assert "table" not in {c.kind for c in off.components}
+    assert any("2,102,650" in c.text for c in off.components)
+
+
+def test_an_image_over_the_pixel_limit_is_skipped_not_decoded(monkeypatch):
+    import tasks.parse_pdf as module
+
+    monkeypatch.setattr(module, "MAX_IMAGE_PIXELS", 240 * 160 - 1)
+    page = parse_pdf(harbour_pdf(), URL)
+    assert "image" not in {c.kind for c in page.components}
+    assert any(w.startswith("image_skipped: page 1: 240x160") for w in page.warnings)
+    assert any(c.kind == "table" for c in page.components)  # the rest of the page is kept

@@ -1,0 +1,106 @@
+"""Benchmark the PDF parse stage against pymupdf's bare ``get_text()`` on the same pages.
+
+Generates a corpus of multi-page reports in memory (``tasks.synthetic_pdf.report_pdf``: headings,
+body text with links, two-column parts, ruled tables and captioned images; running headers and
+page numbers), then times, in the same run and on one core:
+
+- reference: open each PDF and call ``page.get_text()`` on every page (plain text, nothing else);
+- ``parse_pdf``: the PDF parser (reading order, headings, tables, images, links);
+- parse stage: ``parse_pdf`` plus sentence splitting, table-row explosion and edges
+  (``build_nodes``), i.e. everything the build's parse stage does for a PDF.
+
+Each is run ``--repeats`` times, interleaved; the best run counts. Prints pages/s, the ratio to
+the reference and what was found.
+
+    .venv/bin/python bench/pdf.py [--documents 40 --pages 10 --table-every 3 --image-every 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from schemas import document_id  # noqa: E402
+from tasks.config import ParseConfig  # noqa: E402
+from tasks.crawl import FetchResult  # noqa: E402
+from tasks.nodes import build_nodes  # noqa: E402
+from tasks.parse_pdf import parse_pdf  # noqa: E402
+from tasks.synthetic_pdf import report_pdf  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--documents", type=int, default=40)
+    parser.add_argument("--pages", type=int, default=10, help="at least this many pages per document")
+    parser.add_argument("--table-every", type=int, default=3, help="a ruled table in every Nth section")
+    parser.add_argument("--image-every", type=int, default=2, help="an image in every Nth section")
+    parser.add_argument("--no-tables", action="store_true", help="parse with pdf_tables off")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    import pymupdf
+
+    start = time.perf_counter()
+    corpus = [report_pdf(pages=args.pages, seed=i, table_every=args.table_every, image_every=args.image_every)
+              for i in range(args.documents)]
+    n_pages = sum(pymupdf.open(stream=body, filetype="pdf").page_count for body in corpus)
+    size = sum(len(body) for body in corpus)
+    print(f"corpus: {len(corpus)} PDFs, {n_pages} pages, {size / 1e6:.1f} MB, generated in "
+          f"{time.perf_counter() - start:.1f} s (a table in every {args.table_every}. section, "
+          f"an image in every {args.image_every}.; a section is about 1.7 pages)")
+    cfg = ParseConfig(pdf_tables=not args.no_tables)
+    urls = [f"http://127.0.0.1/reports/{i}.pdf" for i in range(len(corpus))]
+
+    def bare() -> Counter:
+        chars = 0
+        for body in corpus:
+            with pymupdf.open(stream=body, filetype="pdf") as doc:
+                for page in doc:
+                    chars += len(page.get_text())
+        return Counter(chars=chars)
+
+    def parse_only() -> Counter:
+        counts: Counter = Counter()
+        for body, url in zip(corpus, urls, strict=True):
+            page = parse_pdf(body, url, cfg)
+            counts.update(c.kind for c in page.components)
+            counts["links"] += sum(len(c.links) for c in page.components)
+            counts["table rows"] += sum(len(c.rows or []) for c in page.components)
+        return counts
+
+    def stage() -> Counter:
+        counts: Counter = Counter()
+        for body, url in zip(corpus, urls, strict=True):
+            page = parse_pdf(body, url, cfg)
+            fetch = FetchResult(url=url, final_url=url, content_type="application/pdf", raw_key="bench")
+            nodes = build_nodes(page, document_id(url), fetch, cfg)
+            counts.update(s["kind"] for s in nodes.subcomponents)
+            counts["edges"] += len(nodes.edges)
+        return counts
+
+    runs = {"reference: pymupdf get_text()": bare, "parse_pdf": parse_only,
+            "parse stage (parse_pdf + build_nodes)": stage}
+    best = {name: float("inf") for name in runs}
+    found: dict[str, Counter] = {}
+    for _ in range(args.repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            found[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    reference = n_pages / best["reference: pymupdf get_text()"]
+    print(f"{'run':<40} {'pages/s':>9} {'× ref':>7}")
+    for name, seconds in best.items():
+        rate = n_pages / seconds
+        print(f"{name:<40} {rate:9.1f} {rate / reference:7.3f}")
+    print("found by parse_pdf:", dict(found["parse_pdf"]))
+    print("found by the parse stage:", dict(found["parse stage (parse_pdf + build_nodes)"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
