@@ -228,3 +228,23 @@ def test_an_image_over_the_pixel_limit_is_skipped_not_decoded(monkeypatch):
     assert "image" not in {c.kind for c in page.components}
     assert any(w.startswith("image_skipped: page 1: 240x160") for w in page.warnings)
     assert any(c.kind == "table" for c in page.components)  # the rest of the page is kept
+
+
+def test_sample_site_pdf_matches_golden():
+    import json
+    import os
+    from dataclasses import asdict
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    golden = root / "golden" / "site" / "guild-report.json"
+    parsed = parse_pdf((root.parent / "examples" / "site" / "guild-report.pdf").read_bytes(),
+                       "http://site.test/guild-report.pdf")
+    got = {"title": parsed.title, "kind": parsed.kind, "warnings": parsed.warnings, "components": [
+        {k: ([round(x, 1) for x in v] if k == "bbox" else v) for k, v in asdict(c).items()
+         if v not in (None, []) and k != "image_data"} for c in parsed.components]}
+    if os.environ.get("LAMINAE_UPDATE_GOLDEN"):
+        golden.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n")
+    assert json.loads(json.dumps(got)) == json.loads(golden.read_text()), (
+        "parse of guild-report.pdf changed; if intended, regenerate with LAMINAE_UPDATE_GOLDEN=1"
+    )
