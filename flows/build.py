@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from laminae.stats import table_stats
 from schemas.tables import TABLES
+from tasks import progress
 from tasks.config import BuildSettings
 from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
 from tasks.detect import resolve_weights
@@ -25,6 +26,7 @@ from tasks.edges import resolve_links
 from tasks.embed import load_embedder
 from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch, reembed_index
 from tasks.rawstore import RawStore
+from tasks.report import run_markdown, write_report
 from tasks.seeds import Seed, read_seeds
 from tasks.write import IndexConfigError, IndexStore
 
@@ -37,13 +39,19 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings,
     started = time.perf_counter()
     done = Counter()
 
-    def progress(res: FetchResult) -> None:
+    bars = progress.current()
+    bars.expect("fetch", len(seeds))
+
+    def on_result(res: FetchResult) -> None:
+        bars.advance("fetch")
+        if res.depth:  # a followed link: work that was not known up front
+            bars.expect("fetch", 1)
         done["ok" if res.ok else "failed"] += 1
         total = done.total()
         if total % 50 == 0:
             log.info("crawl: %d pages fetched (%d failed)", total, done["failed"])
 
-    results = crawl(seeds, settings.crawl, RawStore(index), on_result=progress, previous=previous)
+    results = crawl(seeds, settings.crawl, RawStore(index), on_result=on_result, previous=previous)
     log.info("crawl: %d fetched, %d failed in %.1f s", done["ok"], done["failed"], time.perf_counter() - started)
     return results
 
@@ -89,6 +97,22 @@ def write_reader_snapshot(index: str, version: int, same_as: int | None = None) 
     IndexStore(index).write_snapshot(version, same_as=same_as)
 
 
+@task(name="publish-run-report", cache_policy=NO_CACHE)
+def publish_run_report(index: str, summary: dict, flow_name: str) -> None:
+    """The run as a markdown artifact in Prefect (key ``laminae-<flow>``: one lineage per kind of
+    run) and the index's HTML report, ``<index>/report.html``; a report that fails is logged, the
+    run stands."""
+    from prefect.artifacts import create_markdown_artifact
+
+    create_markdown_artifact(markdown=run_markdown(summary, index), key=f"laminae-{flow_name}",
+                             description=f"laminae {flow_name} of {index}: {summary['status']}")
+    try:
+        path = write_report(index)
+        log.info("report: %s", path)
+    except Exception:
+        log.exception("the HTML report of %s could not be written", index)
+
+
 def _status(indexed: int, errors: list[dict]) -> str:
     hard = [e for e in errors if e["severity"] == "error"]
     if not hard:
@@ -106,7 +130,8 @@ def build_index(seeds: str, index: str, follow_links: int | None = None, setting
     cfg = BuildSettings(**(settings or {}))
     if follow_links is not None:
         cfg.crawl.follow_links = follow_links
-    return run_update(read_seeds(seeds), index, cfg, reembed=reembed)
+    with progress.reporting():
+        return run_update(read_seeds(seeds), index, cfg, reembed=reembed)
 
 
 @flow(name="refresh-index", log_prints=True)
@@ -127,7 +152,8 @@ def refresh_index(index: str, seeds: str | None = None, model: str | None = None
     if reembed:
         cfg.embed.model = model
     seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}) for s in meta["seeds"]]
-    return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed)
+    with progress.reporting():
+        return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed)
 
 
 GONE = ("http_404", "http_410")
@@ -181,6 +207,8 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     seed_hosts = {host_of(s.url) for s in seed_list}
     size = cfg.batch_documents
     batches = [pages[i : i + size] for i in range(0, len(pages), size)]
+    for stage in ("parse", "write"):
+        progress.current().expect(stage, len(pages))
     seen: set[str] = set()
     totals: Counter[str] = Counter()
     for number, batch in enumerate(batches, 1):
@@ -235,5 +263,6 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         tick = time.perf_counter()
         write_reader_snapshot(index, summary["manifest_version"], None if changed else summary["manifest_version"] - 1)
         log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
+    publish_run_report(index, summary, flow_name)
     log.info("run %s %s: %s", run_id, status, json.dumps(summary, default=str))
     return summary

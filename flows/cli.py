@@ -1,4 +1,4 @@
-"""The ``laminae`` command line: build, stats, demo.
+"""The ``laminae`` command line: build, refresh, serve, stats, report, demo.
 
 Reads command-line options, ``LAMINAE_*`` environment variables and a seeds file; writes the
 index directory (build, demo) and prints a summary. Exit status: 0 success or partial success
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -99,6 +100,9 @@ def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
     else:
         print(f"index {index} (manifest {stats['manifest_version']}): {status}")
         _print_stats(stats)
+        report = Path(index) / "report.html"
+        if report.exists():
+            print(f"report          {report}")
     return 1 if status == "partial" and getattr(args, "strict", False) else 0
 
 
@@ -146,6 +150,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from tasks.report import write_report
+
+    try:
+        path = write_report(args.index, args.out)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from flows.demo import SiteServer
 
@@ -174,6 +190,12 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-documents", type=int, help="documents per pipeline batch (default 64)")
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
+    _add_progress_option(p)
+
+
+def _add_progress_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", choices=("auto", "on", "off"),
+                   help="progress bars on stderr (default auto: only when stderr is a terminal)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", help="move the index to this embedding model (re-embeds everything)")
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
+    _add_progress_option(p)
     p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser("serve", help="refresh an index on a cron schedule (Prefect serve on this machine)")
@@ -209,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
 
+    p = sub.add_parser("report", help="write an index's HTML report (charts of its last run and its history)")
+    p.add_argument("--index", required=True)
+    p.add_argument("--out", help="output file (default <index>/report.html)")
+    p.set_defaults(func=cmd_report)
+
     p = sub.add_parser("demo", help="serve the bundled sample site on 127.0.0.1 and index it")
     p.add_argument("--index", help="index directory (default: <tmp>/laminae-demo-index)")
     p.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 to serve the site on (default 8765)")
@@ -216,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_demo)
 
     args = parser.parse_args(argv)
+    if getattr(args, "progress", None):
+        os.environ["LAMINAE_PROGRESS"] = args.progress
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "sentence_transformers", "transformers"):

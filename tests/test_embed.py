@@ -39,3 +39,33 @@ def test_bad_device_and_model_fail_with_a_fix():
         EmbedConfig(device="tpu")
     with pytest.raises(EmbedderConfigError, match="local"):
         TextEmbedder(EmbedConfig(model="/nonexistent/model/dir", device="cpu"))
+
+
+def test_embedding_in_chunks_reports_progress_and_keeps_the_vectors(embedder, monkeypatch, capsys):
+    import tasks.embed as module
+    from tasks import progress
+
+    texts = [f"loaf number {i}" for i in range(7)]
+    whole = embed_rows([{"text": t} for t in texts], embedder, {})
+    monkeypatch.setattr(module, "PROGRESS_CHUNK", 3)
+    with progress.reporting("on") as bars:
+        chunked = embed_rows([{"text": t} for t in texts], embedder, {})
+        assert bars.counts == {"embed": 7}
+    assert set(chunked) == set(whole)
+    assert all(np.allclose(chunked[k], whole[k], atol=1e-5) for k in whole)
+    err = capsys.readouterr().err
+    assert "embed" in err and "7/7" in err
+
+
+def test_progress_modes():
+    from tasks import progress
+
+    assert progress.enabled("on") and not progress.enabled("off")
+    assert not progress.enabled("auto")  # pytest's stderr is not a terminal
+    with pytest.raises(ValueError, match="auto, on, off"):
+        progress.enabled("loud")
+    with progress.reporting("off") as bars:
+        bars.expect("parse", 3)
+        bars.advance("parse", 3)
+        assert bars.counts == {"parse": 3} and not bars.bars
+    assert progress.current() is not bars

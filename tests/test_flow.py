@@ -237,9 +237,14 @@ def test_cli_stats_demo_and_bad_seeds(site_index, tmp_path, capsys, prefect_harn
     assert main(["build", "--seeds", str(seeds), "--index", str(tmp_path / "y")]) == 2
     assert "never downloaded" in capsys.readouterr().err
     monkeypatch.delenv("LAMINAE_DETECT__WEIGHTS")
-    assert main(["demo", "--index", str(tmp_path / "demo"), "--port", "0"]) == 0
-    out = capsys.readouterr().out
-    assert "success" in out and "documents       14" in out
+    monkeypatch.delenv("LAMINAE_PROGRESS", raising=False)
+    assert main(["demo", "--index", str(tmp_path / "demo"), "--port", "0", "--progress", "on"]) == 0
+    captured = capsys.readouterr()
+    assert "success" in captured.out and "documents       14" in captured.out
+    assert f"report          {tmp_path / 'demo' / 'report.html'}" in captured.out  # the demo ends with its report
+    assert (tmp_path / "demo" / "report.html").exists()
+    for stage in ("fetch", "parse", "embed", "write"):  # the bars, drawn because --progress on
+        assert f"{stage:<6}: 100%" in captured.err, stage
 
 
 def test_sample_site_has_summaries_and_people(site_index):
@@ -413,3 +418,41 @@ def test_sample_site_indexes_its_pdf_report(site_index):
     bakers = document_id(next(d["url"] for d in index.table("documents").to_arrow().to_pylist()
                               if d["url"].endswith("/bakers.html")))
     assert report["id"] in index.neighbors([bakers], direction="out")
+
+
+def test_report_renders_the_index_and_its_history(site_index, tmp_path, capsys):
+    from flows.cli import main
+    from tasks.report import write_report
+
+    index = site_index[0]
+    assert (index / "report.html").exists()  # written by every build
+    path = write_report(str(index), tmp_path / "r.html")
+    page = path.read_text()
+    stats = laminae.open(str(index)).stats()
+    for title in ("Nodes per layer and kind", "Seconds per stage", "Throughput", "Errors by stage and reason",
+                  "Subcomponents per document", "Out-degree", "In-degree", "Seconds per run"):
+        assert title in page
+    assert page.count("<svg") >= 8 and "<script" not in page and "src=" not in page
+    assert f">{stats['components']['paragraph']}</text>" in page  # the bar's value
+    assert "document (pdf)" in page and "Guild of Bakers" in page  # the largest documents name the PDF
+    runs = laminae.open(str(index)).table("runs").to_arrow().to_pylist()
+    assert sum(r["id"] in page for r in runs) == len(runs) == 2
+    assert main(["report", "--index", str(index), "--out", str(tmp_path / "cli.html")]) == 0
+    assert (tmp_path / "cli.html").read_text().startswith("<!doctype html>")
+    assert main(["report", "--index", str(tmp_path / "nothing")]) == 2
+    assert "not a laminae index" in capsys.readouterr().err
+
+
+def test_each_run_publishes_a_markdown_artifact(site_index):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    _, first, second, _ = site_index
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["laminae-build"])))
+    by_run = {run["run_id"]: next((a for a in found if run["run_id"] in a.data), None) for run in (first, second)}
+    assert all(by_run.values()), [a.data[:80] for a in found]
+    text = by_run[first["run_id"]].data
+    assert f"| 1 | paragraph | {first['counts']['components']['paragraph']} |" in text
+    assert "| links_to |" in text and "| embed |" in text and "**Errors**: none" in text
+    assert by_run[first["run_id"]].flow_run_id is not None
