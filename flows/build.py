@@ -11,11 +11,13 @@ import logging
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from flows.runners import make_task_runner, resources
 from laminae.stats import table_stats
 from schemas.tables import TABLES
 from tasks import progress
@@ -24,7 +26,15 @@ from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
 from tasks.detect import resolve_weights
 from tasks.edges import resolve_links
 from tasks.embed import load_embedder
-from tasks.pipeline import BatchReport, crawl_errors, fetch_row, index_batch, reembed_index
+from tasks.pipeline import (
+    BatchReport,
+    ProcessedBatch,
+    crawl_errors,
+    fetch_row,
+    process_batch,
+    reembed_index,
+    write_batch,
+)
 from tasks.rawstore import RawStore
 from tasks.report import run_markdown, write_report
 from tasks.seeds import Seed, read_seeds
@@ -74,12 +84,42 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
     return {**embedder.info.as_metadata(), "device": embedder.device}
 
 
-@task(name="index-batch", cache_policy=NO_CACHE)
-def index_documents(batch: list[FetchResult], index: str, settings: BuildSettings, run_id: str,
-                    seed_hosts: set[str], seen: set[str]) -> BatchReport:
-    report = index_batch(batch, index, settings, run_id, seed_hosts, seen=seen)
+@task(name="process-batch", cache_policy=NO_CACHE)
+def process_documents(batch: list[FetchResult], index: str, settings: BuildSettings, run_id: str,
+                      seed_hosts: set[str]) -> ProcessedBatch:
+    """Parse, images, detect, embed, summarize: runs on the flow's process or a Dask/Ray worker."""
+    return process_batch(batch, index, settings, run_id, seed_hosts)
+
+
+@task(name="write-batch", cache_policy=NO_CACHE)
+def write_documents(processed: ProcessedBatch, index: str, run_id: str, seen: set[str]) -> BatchReport:
+    """Write one processed batch to the index tables (always in the flow's process, in batch order)."""
+    report = write_batch(processed, index, run_id, seen)
     IndexStore(index).append("errors", report.errors)
     return report
+
+
+def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildSettings, run_id: str,
+                       seed_hosts: set[str]) -> Iterator[ProcessedBatch]:
+    """Processed batches in order: one after another here, or all at once on the Dask/Ray runner."""
+    runner = make_task_runner(cfg.runner)
+    if runner is None:
+        for batch in batches:
+            yield process_documents(batch, index, cfg, run_id, seed_hosts)
+        return
+    bars = progress.current()
+    log.info("running %d batches on %s%s", len(batches), cfg.runner.kind,
+             f" at {cfg.runner.address}" if cfg.runner.address else f" (a local cluster of {cfg.runner.workers})")
+    with runner, resources(cfg.runner):
+        futures = [runner.submit(process_documents, {"batch": batch, "index": index, "settings": cfg,
+                                                     "run_id": run_id, "seed_hosts": seed_hosts})
+                   for batch in batches]
+        for batch, future in zip(batches, futures, strict=True):
+            processed = future.result()
+            bars.advance("parse", len(batch))
+            bars.expect("embed", processed.embedded)
+            bars.advance("embed", processed.embedded)
+            yield processed
 
 
 @task(name="resolve-links", cache_policy=NO_CACHE)
@@ -135,19 +175,23 @@ def build_index(seeds: str, index: str, follow_links: int | None = None, setting
 
 
 @flow(name="refresh-index", log_prints=True)
-def refresh_index(index: str, seeds: str | None = None, model: str | None = None) -> dict:
+def refresh_index(index: str, seeds: str | None = None, model: str | None = None,
+                  runner: dict | None = None) -> dict:
     """Refresh the index at ``index`` with the seeds and settings it was built with (or new ``seeds``).
 
     Pages are re-fetched with conditional requests; an unchanged page costs no parse and no
     embedding, a changed one is re-parsed (unchanged nodes keep their ids and vectors), pages
     answering 404/410 or dropped from the seeds are removed with their nodes and edges, and a
-    transient failure keeps the page as it was.
+    transient failure keeps the page as it was. ``runner`` overrides the remembered runner
+    settings (e.g. ``{"kind": "dask", "address": "tcp://scheduler:8786"}``).
     """
     meta = IndexStore(index).metadata() or {}
     if "seeds" not in meta:
         raise IndexConfigError(f"{index} has no remembered seeds: build it first with `laminae build --seeds FILE "
                                f"--index {index}`")
     cfg = BuildSettings(**meta["settings"])
+    if runner:
+        cfg.runner = cfg.runner.model_copy(update=runner)
     reembed = model is not None and model != cfg.embed.model
     if reembed:
         cfg.embed.model = model
@@ -211,14 +255,15 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         progress.current().expect(stage, len(pages))
     seen: set[str] = set()
     totals: Counter[str] = Counter()
-    for number, batch in enumerate(batches, 1):
-        tick = time.perf_counter()
-        report = index_documents(batch, index, cfg, run_id, seed_hosts, seen)
+    tick = time.perf_counter()
+    for number, processed in enumerate(_processed_batches(batches, index, cfg, run_id, seed_hosts), 1):
+        report = write_documents(processed, index, run_id, seen)
         errors.extend(report.errors)
         seconds.update(report.seconds)
         totals.update({"indexed": report.documents, "embedded": report.embedded, "reused": report.reused})
         log.info("batch %d/%d: %d documents, %d nodes embedded, %d reused (%.1f s)", number, len(batches),
                  report.documents, report.embedded, report.reused, time.perf_counter() - tick)
+        tick = time.perf_counter()
 
     tick = time.perf_counter()
     links = resolve_link_edges(index)

@@ -63,7 +63,19 @@ def _settings(args: argparse.Namespace) -> dict:
         settings["embed"] = embed
     if args.batch_documents:
         settings["batch_documents"] = args.batch_documents
+    runner = _runner(args)
+    if runner:
+        settings["runner"] = runner
     return settings
+
+
+def _runner(args: argparse.Namespace) -> dict:
+    runner: dict = {}
+    for option, key in (("runner", "kind"), ("runner_address", "address"), ("workers", "workers"),
+                        ("gpus_per_batch", "gpus")):
+        if getattr(args, option, None) is not None:
+            runner[key] = getattr(args, option)
+    return runner
 
 
 def _merged_settings(overrides: dict):
@@ -120,7 +132,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
     if args.seeds:
         read_seeds(args.seeds)
-    summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model)
+    summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model, runner=_runner(args) or None)
     changes = summary.get("changes", {})
     print(f"refresh: {changes.get('unchanged', 0)} unchanged, {changes.get('changed', 0)} changed, "
           f"{changes.get('added', 0)} added, {changes.get('removed', 0)} removed; {summary['embedded']} embedded")
@@ -188,9 +200,19 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="auto | cpu | cuda | cuda:N (default auto)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--batch-documents", type=int, help="documents per pipeline batch (default 64)")
+    _add_runner_options(p)
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
     _add_progress_option(p)
+
+
+def _add_runner_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runner", choices=("local", "dask", "ray"),
+                   help="where batches run: local (default), or in parallel on Dask or Ray through Prefect")
+    p.add_argument("--runner-address", metavar="ADDR",
+                   help="join this cluster (tcp://scheduler:8786, ray://head:10001); default: start a local one")
+    p.add_argument("--workers", type=int, help="workers of a local Dask/Ray cluster (default 2)")
+    p.add_argument("--gpus-per-batch", type=float, help="Ray: GPUs each batch task requests (e.g. 1)")
 
 
 def _add_progress_option(p: argparse.ArgumentParser) -> None:
@@ -218,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
     _add_progress_option(p)
+    _add_runner_options(p)
     p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser("serve", help="refresh an index on a cron schedule (Prefect serve on this machine)")
@@ -252,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from pydantic import ValidationError
 
+    from flows.runners import RunnerConfigError
     from flows.serve import ScheduleError
     from tasks.detect import DetectorConfigError
     from tasks.embed import EmbedderConfigError
@@ -261,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError,
-            ScheduleError) as exc:
+            ScheduleError, RunnerConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

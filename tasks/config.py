@@ -127,6 +127,21 @@ def _device(value: str) -> str:
     return value
 
 
+class RunnerConfig(BaseModel):
+    """Where the batches run: in the flow's process, or on a Dask or Ray cluster through Prefect."""
+
+    kind: Literal["local", "dask", "ray"] = Field(
+        "local", description="local: batches one after another in this process; dask / ray: Prefect's "
+        "DaskTaskRunner / RayTaskRunner (prefect-dask, prefect-ray) run the batches in parallel.",
+    )
+    address: str | None = Field(
+        None, description="An existing cluster: a Dask scheduler (tcp://host:8786) or a Ray address "
+        "(ray://host:10001, or 'auto'); none starts a local one for the run.",
+    )
+    workers: int = Field(2, ge=1, description="Workers of a local cluster (one model is loaded per worker).")
+    gpus: float = Field(0, ge=0, description="Ray: GPUs each batch task requests (e.g. 1 with --device cuda).")
+
+
 class BuildSettings(BaseSettings):
     """Everything a build needs besides its seeds and index location."""
 
@@ -139,6 +154,7 @@ class BuildSettings(BaseSettings):
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task).")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
 
     def config_hash(self) -> str:
         """Hash of the settings that change what is indexed (not how fast)."""

@@ -134,6 +134,12 @@ def store_pdf_images(page, raw: RawStore) -> None:
         comp.image_data = None
 
 
+def duplicate_row(run_id: str, url: str, doc_id: str) -> dict:
+    return error_row(run_id, url, "parse", "duplicate_document",
+                     f"same canonical URL as a page already indexed in this run ({doc_id})",
+                     severity="warning", document=doc_id)
+
+
 def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSettings, run_id: str,
                     seen: set[str] | None = None) -> tuple[list[DocumentNodes], list[dict]]:
     """Parse the batch's pages into node rows; a page that fails becomes an error row."""
@@ -169,9 +175,7 @@ def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSe
             page.warnings.append(warning)
             page.canonical_url = None
         if doc_id in seen:
-            errors.append(error_row(run_id, res.url, "parse", "duplicate_document",
-                                    f"same canonical URL as a page already indexed in this run ({doc_id})",
-                                    severity="warning", document=doc_id))
+            errors.append(duplicate_row(run_id, res.url, doc_id))
             continue
         seen.add(doc_id)
         nodes = build_nodes(page, doc_id, res, settings.parse)
@@ -298,33 +302,42 @@ def summarize_stage(docs: list[DocumentNodes], settings: BuildSettings, run_id: 
     return problems
 
 
-def index_batch(
-    results: list[FetchResult],
-    index_dir: str,
-    settings: BuildSettings,
-    run_id: str,
-    seed_hosts: set[str],
-    *,
-    seen: set[str] | None = None,
-) -> BatchReport:
-    """Run every stage on one batch of fetched pages and write it; returns counts and timings."""
+@dataclass
+class ProcessedBatch:
+    """What the stages made of one batch, before anything is written to the index tables."""
+
+    docs: list[DocumentNodes]
+    errors: list[dict]
+    new_vectors: dict[str, np.ndarray]
+    fetches: list[FetchResult]
+    seconds: dict[str, float]
+    embedded: int = 0
+    reused: int = 0
+
+
+def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
+                  seed_hosts: set[str]) -> ProcessedBatch:
+    """Parse, fetch images, detect, embed and summarize one batch of fetched pages.
+
+    Reads the index (embedding and detection caches) and adds page and image bytes to its raw
+    store (content-addressed, so workers may share it); writes no table, so batches can run in
+    parallel on any task runner and ``write_batch`` applies them in order.
+    """
     times = StageTimes()
-    report = BatchReport()
     raw = RawStore(index_dir)
     store = IndexStore(index_dir)
     bars = progress.current()
     with times.stage("parse"):
-        docs, errors = parse_documents(results, raw, settings, run_id, seen)
+        docs, errors = parse_documents(results, raw, settings, run_id)
     bars.advance("parse", len(results))
-    report.errors.extend(errors)
     components = [c for d in docs for c in d.components]
     with times.stage("images"):
         image_fetches, problems = attach_images(components, settings.crawl, raw, seed_hosts)
         for comp, url, reason, message in problems:
-            report.errors.append(error_row(run_id, url, "image", reason, message, document=comp["document_id"]))
+            errors.append(error_row(run_id, url, "image", reason, message, document=comp["document_id"]))
     with times.stage("detect"):
         objects, object_edges, problems = detect_stage(components, raw, settings, store, run_id)
-        report.errors.extend(problems)
+        errors.extend(problems)
         by_doc: dict[str, list[dict]] = {}
         for row in objects:
             by_doc.setdefault(row["document_id"], []).append(row)
@@ -344,37 +357,59 @@ def index_batch(
         new_vectors.update(embed_rows(text_rows, embedder, known))
         new_vectors.update(embed_pixels(pixel_rows, embedder, known, raw.get))
     with times.stage("summarize"):
-        report.errors.extend(summarize_stage(docs, settings, run_id))
+        errors.extend(summarize_stage(docs, settings, run_id))
     with times.stage("embed"):
         documents = [d.document for d in docs]
         known.update(store.cached_vectors([cache_key(embedder.model_id, r["text"] or "") for r in documents]))
         new_vectors.update(embed_rows(documents, embedder, known))
-    report.embedded = len(new_vectors)
-    report.reused = len(nodes) + len(documents) - report.embedded
-    doc_ids = [d.document["id"] for d in docs]
-    with times.stage("write"):
-        store.upsert("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v}
-                                    for k, v in new_vectors.items()])
-        store.replace_documents(
-            {
-                "documents": documents,
-                "components": components,
-                "subcomponents": subcomponents,
-                "edges": [e for d in docs for e in d.edges],
-            },
-            doc_ids,
-        )
-        store.upsert("fetches", [fetch_row(r, run_id) for r in results + image_fetches])
-    bars.advance("write", len(results))
+    return ProcessedBatch(docs, errors, new_vectors, results + image_fetches, dict(times.seconds),
+                          embedded=len(new_vectors), reused=len(nodes) + len(documents) - len(new_vectors))
+
+
+def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[str]) -> BatchReport:
+    """Write one processed batch: its documents (all their nodes and edges replaced), new vectors
+    and fetch rows. ``seen`` holds the documents written earlier in this run; a document already
+    in it (the same canonical URL reached by another URL) is skipped with a warning."""
+    started = time.perf_counter()
+    report = BatchReport(errors=list(batch.errors), embedded=batch.embedded, reused=batch.reused)
+    docs = []
+    for d in batch.docs:
+        doc_id = d.document["id"]
+        if doc_id in seen:
+            report.errors.append(duplicate_row(run_id, d.document["url"], doc_id))
+            continue
+        seen.add(doc_id)
+        docs.append(d)
+    store = IndexStore(index_dir)
+    embedder_id = store.metadata()["embedder"]["model_id"]
+    store.upsert("embeddings", [{"id": k, "model_id": embedder_id, "vector": v} for k, v in batch.new_vectors.items()])
+    store.replace_documents(
+        {
+            "documents": [d.document for d in docs],
+            "components": [c for d in docs for c in d.components],
+            "subcomponents": [s for d in docs for s in d.subcomponents],
+            "edges": [e for d in docs for e in d.edges],
+        },
+        [d.document["id"] for d in docs],
+    )
+    store.upsert("fetches", [fetch_row(r, run_id) for r in batch.fetches])
+    progress.current().advance("write", sum(1 for r in batch.fetches if r.kind == "page"))
     report.documents = len(docs)
     report.counts = {
         "documents": len(docs),
-        "components": len(components),
-        "subcomponents": len(subcomponents),
+        "components": sum(len(d.components) for d in docs),
+        "subcomponents": sum(len(d.subcomponents) for d in docs),
         "edges": sum(len(d.edges) for d in docs),
     }
-    report.seconds = dict(times.seconds)
+    report.seconds = {**batch.seconds, "write": batch.seconds.get("write", 0) + time.perf_counter() - started}
     return report
+
+
+def index_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
+                seed_hosts: set[str], *, seen: set[str] | None = None) -> BatchReport:
+    """Run every stage on one batch of fetched pages and write it; returns counts and timings."""
+    processed = process_batch(results, index_dir, settings, run_id, seed_hosts)
+    return write_batch(processed, index_dir, run_id, seen if seen is not None else set())
 
 
 def reembed_index(index_dir: str, embedder) -> int:

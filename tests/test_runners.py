@@ -1,0 +1,74 @@
+"""The same build on the local runner, a local Dask cluster and a local Ray instance: same tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import laminae
+from flows.demo import SiteServer
+
+pytestmark = pytest.mark.slow
+TABLES = ("documents", "components", "subcomponents", "edges")
+
+
+def _rows(index, name: str) -> list[dict]:
+    return laminae.open(str(index)).table(name).to_arrow().sort_by("id").to_pylist()
+
+
+def _same_tables(a, b) -> None:
+    for name in TABLES:
+        left, right = _rows(a, name), _rows(b, name)
+        assert [r["id"] for r in left] == [r["id"] for r in right], name
+        for x, y in zip(left, right, strict=True):
+            vx, vy = x.pop("vector", None), y.pop("vector", None)
+            assert x == y, (name, x["id"])
+            if name != "edges":  # embedded in another process by the same model
+                assert np.allclose(vx, vy, atol=1e-5), (name, x["id"])
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory, prefect_harness):
+    from flows.build import build_index
+
+    tmp = tmp_path_factory.mktemp("runners")
+    out = {}
+    with SiteServer(port=0) as site:
+        seeds = tmp / "seeds.txt"
+        seeds.write_text("\n".join(site.seeds()) + "\n")
+        for kind in ("local", "dask", "ray"):
+            settings = {"embed": {"device": "cpu", "threads": 1}, "batch_documents": 4,
+                        "runner": {"kind": kind, "workers": 2}}
+            summary = build_index(seeds=str(seeds), index=str(tmp / kind), settings=settings)
+            out[kind] = (tmp / kind, summary)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["dask", "ray"])
+def test_cluster_runner_builds_the_same_tables(builds, kind):
+    local_index, local = builds["local"]
+    index, summary = builds[kind]
+    assert summary["status"] == local["status"] == "success"
+    assert summary["counts"] == local["counts"] and summary["documents_indexed"] == 14
+    _same_tables(local_index, index)
+
+
+def test_a_missing_runner_package_or_bad_kind_fails_with_the_fix(monkeypatch):
+    import builtins
+
+    from flows.runners import RunnerConfigError, make_task_runner
+    from tasks.config import RunnerConfig
+
+    assert make_task_runner(RunnerConfig()) is None
+    real_import = builtins.__import__
+
+    def no_dask(name, *args, **kwargs):
+        if name.startswith("prefect_dask"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+    with pytest.raises(RunnerConfigError, match=r"pip install .*scale"):
+        make_task_runner(RunnerConfig(kind="dask"))
+    with pytest.raises(ValueError, match="local"):
+        RunnerConfig(kind="spark")
