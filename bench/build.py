@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -26,17 +24,8 @@ from urllib.parse import urljoin
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import flows  # noqa: E402,F401 - Prefect defaults before Prefect is imported
+from bench.corpora import fetch_htmlparser_benchmark  # noqa: E402
 from flows.demo import SiteServer  # noqa: E402
-
-
-def fetch_htmlparser_benchmark(cache: Path) -> Path:
-    target = cache / "htmlparser-benchmark"
-    if not (target / "package" / "files").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "pack", "htmlparser-benchmark@1.1.3", "--silent"], cwd=target, check=True)
-        with tarfile.open(next(target.glob("htmlparser-benchmark-*.tgz"))) as tar:
-            tar.extractall(target, filter="data")
-    return target / "package" / "files"
 
 
 def make_mirror(article: Path, corpus: Path, pages: int) -> list[str]:

@@ -49,9 +49,7 @@ import importlib.metadata
 import io
 import os
 import shutil
-import subprocess
 import sys
-import tarfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -60,6 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.corpora import fetch_htmlparser_benchmark  # noqa: E402
 from schemas import document_id  # noqa: E402
 from tasks.config import ParseConfig, cache_dir  # noqa: E402
 
@@ -67,17 +66,6 @@ KEYS = ("paragraphs", "tables", "table rows", "images")
 TINY = (b"<html><head><title>t</title></head><body><h1>Warm up</h1><p>One sentence. Two sentences.</p>"
         b"<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>"
         b"<img src='x.png' alt='x'></body></html>")
-
-
-def fetch_htmlparser_benchmark(cache: Path) -> Path:
-    """The pages of ``htmlparser-benchmark@1.1.3`` (same code and place as ``bench/build.py``)."""
-    target = cache / "htmlparser-benchmark"
-    if not (target / "package" / "files").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "pack", "htmlparser-benchmark@1.1.3", "--silent"], cwd=target, check=True)
-        with tarfile.open(next(target.glob("htmlparser-benchmark-*.tgz"))) as tar:
-            tar.extractall(target, filter="data")
-    return target / "package" / "files"
 
 
 @dataclass
