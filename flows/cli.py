@@ -18,7 +18,8 @@ from pathlib import Path
 import flows  # noqa: F401 - sets Prefect's quiet offline defaults before Prefect is imported
 
 
-def _print_stats(stats: dict, out=sys.stdout) -> None:
+def _print_stats(stats: dict, out=None) -> None:
+    out = out or sys.stdout  # looked up per call: a default bound at import outlives a redirected stdout
     print(f"documents       {stats['documents']}", file=out)
     for layer in ("components", "subcomponents", "edges"):
         parts = ", ".join(f"{k} {v}" for k, v in stats[layer].items())
