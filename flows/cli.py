@@ -113,9 +113,10 @@ def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
     else:
         print(f"index {index} (manifest {stats['manifest_version']}): {status}")
         _print_stats(stats)
-        report = Path(index) / "report.html"
-        if report.exists():
-            print(f"report          {report}")
+        from schemas.storage import IndexFiles
+
+        if IndexFiles(index).exists("report.html"):
+            print(f"report          {index.rstrip('/')}/report.html")
     return 1 if status == "partial" and getattr(args, "strict", False) else 0
 
 

@@ -23,17 +23,18 @@ def refresh_deployment(index: str, cron: str = DEFAULT_CRON, name: str | None = 
     from pydantic import ValidationError
 
     from flows.build import refresh_index
+    from schemas.storage import is_remote
     from tasks.write import IndexStore
 
     try:
         CronSchedule(cron=cron)
     except ValidationError:
         raise ScheduleError(f"invalid cron expression {cron!r}; write five fields, e.g. {DEFAULT_CRON!r}") from None
-    root = Path(index).resolve()
+    root = index.rstrip("/") if is_remote(index) else str(Path(index).resolve())
     if "seeds" not in (IndexStore(root).metadata() or {}):
         raise ScheduleError(f"{root} is not a built laminae index: run `laminae build --seeds FILE --index {index}` first")
     return refresh_index.to_deployment(
-        name=name or f"refresh-{root.name}", cron=cron, parameters={"index": str(root)},
+        name=name or f"refresh-{root.rsplit('/', 1)[-1]}", cron=cron, parameters={"index": root},
         description=f"Refresh the laminae index at {root}",
     )
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from laminae.graph import Graph, group_max, similarities
 from laminae.stats import table_stats
+from schemas.storage import IndexFiles, is_remote, storage_options
 from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 
 LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
@@ -65,7 +66,8 @@ class Index:
         self.root = root
         self.manifest = manifest
         self.version: int = manifest["version"]
-        self._db = lancedb.connect(root)
+        self._db = lancedb.connect(root, storage_options=storage_options(root))
+        self._files = IndexFiles(root)
         self._tables: dict[str, object] = {}
         self._graph: Graph | None = None
         self._embed = embed
@@ -102,7 +104,7 @@ class Index:
         """Vectors, parent pointers and link adjacency in memory (loaded on first use)."""
         if self._graph is None:
             snapshot = snapshot_dir(self.root, self.version)
-            if (snapshot / "COMPLETE").exists():
+            if not is_remote(self.root) and (snapshot / "COMPLETE").exists():
                 self._graph = Graph.load(snapshot)
             else:
                 self._graph = Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")},
@@ -183,8 +185,7 @@ class Index:
         return [found[i] for i in wanted if i in found]
 
     def _raw(self, key: str) -> bytes | None:
-        path = Path(self.root) / "raw" / key[:2] / key
-        return path.read_bytes() if path.exists() else None
+        return self._files.read_bytes(f"raw/{key[:2]}/{key}")
 
     def children(self, node_id: str) -> list[str]:
         """Ids of a node's children (components of a document, subcomponents of a component)."""
@@ -465,10 +466,6 @@ def _crop(image: bytes, bbox: list[float]) -> bytes | None:
         return out.getvalue()
 
 
-def _manifest_dir(root: str) -> Path:
-    return Path(root) / MANIFEST_DIR
-
-
 def open_index(index_dir: str, version: int | None = None,
                embed: Callable[[str], np.ndarray] | None = None) -> Index:
     """Open the index at ``index_dir``, pinned to manifest ``version`` (default: the latest).
@@ -476,18 +473,21 @@ def open_index(index_dir: str, version: int | None = None,
     ``embed`` turns query strings into vectors; without it the index's own model is loaded on the
     first string query (needs the ``ml`` extra).
     """
-    directory = _manifest_dir(index_dir)
-    latest = directory / "LATEST"
-    if not latest.exists():
+    try:
+        files = IndexFiles(index_dir)
+    except ValueError as exc:
+        raise IndexOpenError(str(exc)) from None
+    latest = files.read_text(f"{MANIFEST_DIR}/LATEST")
+    if latest is None:
         raise IndexOpenError(
             f"{index_dir} holds no published laminae index (no {MANIFEST_DIR}/LATEST): "
             "build one with `laminae build --seeds FILE --index DIR`"
         )
-    number = int(latest.read_text().strip()) if version is None else int(version)
-    path = directory / f"{number:08d}.json"
-    if not path.exists():
-        raise IndexOpenError(f"{index_dir} has no manifest version {number}; the latest is {latest.read_text().strip()}")
-    manifest = json.loads(path.read_text())
+    number = int(latest.strip()) if version is None else int(version)
+    text = files.read_text(f"{MANIFEST_DIR}/{number:08d}.json")
+    if text is None:
+        raise IndexOpenError(f"{index_dir} has no manifest version {number}; the latest is {latest.strip()}")
+    manifest = json.loads(text)
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise IndexOpenError(
             f"{index_dir} was written with schema version {manifest.get('schema_version')}; this laminae "

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
+from schemas.storage import IndexFiles, storage_options
+
 DEGREE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 31), (32, 63), (64, None)]
 COLORS = {"layer0": "#4c72b0", "layer1": "#55a868", "layer2": "#c44e52", "time": "#8172b2", "error": "#c44e52",
           "warning": "#dd8452", "rate": "#64b5cd", "out": "#4c72b0", "in": "#55a868", "size": "#937860"}
@@ -103,7 +105,7 @@ def gather(index: str) -> dict:
 
     import laminae
 
-    db = lancedb.connect(index)
+    db = lancedb.connect(index, storage_options=storage_options(index))
     runs_tbl = db.open_table("runs")
     runs = sorted((_columns(runs_tbl, ["id", "flow", "status", "started_at", "finished_at",
                                        "manifest_version", "summary"]) or _empty()).to_pylist(),
@@ -241,13 +243,19 @@ def render(data: dict) -> str:
     return "\n".join(out)
 
 
-def write_report(index: str, out: str | Path | None = None) -> Path:
-    """Write the index's HTML report (default ``<index>/report.html``); returns its path."""
-    if not (Path(index) / "runs.lance").exists():
+def write_report(index: str, out: str | Path | None = None) -> str:
+    """Write the index's HTML report (default ``<index>/report.html``, also on object storage);
+    returns where it went."""
+    files = IndexFiles(index)
+    if not files.exists("runs.lance"):
         raise FileNotFoundError(f"{index} is not a laminae index (no runs table); build it with `laminae build`")
-    path = Path(out) if out else Path(index) / "report.html"
+    page = render(gather(index))
+    if out is None:
+        files.write_text("report.html", page)
+        return f"{files.uri}/report.html"
+    path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render(gather(index)), encoding="utf-8")
+    tmp.write_text(page, encoding="utf-8")
     tmp.replace(path)
-    return path
+    return str(path)

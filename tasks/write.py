@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS
 
+from schemas.storage import IndexFiles, storage_options
 from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
 
 META_FILE = "index.json"
@@ -40,14 +41,6 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
 def _sql_list(values: list[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
@@ -56,14 +49,16 @@ class IndexStore:
     """One index directory opened for writing."""
 
     def __init__(self, index_dir: str | os.PathLike[str]) -> None:
-        self.root = Path(index_dir)
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.db = lancedb.connect(str(self.root))
+        self.files = IndexFiles(index_dir)
+        self.root = self.files.uri
+        if self.files.local is not None:
+            self.files.local.mkdir(parents=True, exist_ok=True)
+        self.db = lancedb.connect(self.root, storage_options=storage_options(self.root))
 
     # -- metadata ------------------------------------------------------------------------------
     def metadata(self) -> dict | None:
-        path = self.root / META_FILE
-        return json.loads(path.read_text()) if path.exists() else None
+        text = self.files.read_text(META_FILE)
+        return json.loads(text) if text is not None else None
 
     def prepare(self, embedder: dict, reembed: bool = False) -> bool:
         """Create the tables (if new) for ``embedder`` ({model_id, dim, image_mode}); refuse a mix.
@@ -102,7 +97,7 @@ class IndexStore:
         """Merge ``entries`` (seeds, settings, ...) into ``index.json`` so a refresh can reuse them."""
         meta = self.metadata() or {}
         meta.update(entries)
-        _atomic_write(self.root / META_FILE, json.dumps(meta, indent=2, default=str))
+        self.files.write_text(META_FILE, json.dumps(meta, indent=2, default=str))
 
     def table(self, name: str):
         """The latest version of table ``name`` (opened anew: other handles may have written since)."""
@@ -225,6 +220,8 @@ class IndexStore:
         import laminae
         from laminae.index import SNAPSHOT_DIR, snapshot_dir
 
+        if self.files.local is None:
+            return  # snapshots are memory-mapped files: local indexes only
         source = snapshot_dir(str(self.root), same_as) if same_as else None
         if source is not None and (source / "COMPLETE").exists():
             target = snapshot_dir(str(self.root), version)
@@ -234,14 +231,14 @@ class IndexStore:
             os.replace(tmp, target)
         else:
             laminae.open(str(self.root), version=version).save_snapshot()
-        snapshots = sorted(p for p in (self.root / SNAPSHOT_DIR).iterdir() if p.name.isdigit())
+        snapshots = sorted(p for p in (self.files.local / SNAPSHOT_DIR).iterdir() if p.name.isdigit())
         for old in snapshots[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
 
     # -- manifests -----------------------------------------------------------------------------
     def latest_manifest_version(self) -> int:
-        latest = self.root / MANIFEST_DIR / "LATEST"
-        return int(latest.read_text().strip()) if latest.exists() else 0
+        latest = self.files.read_text(f"{MANIFEST_DIR}/LATEST")
+        return int(latest.strip()) if latest is not None else 0
 
     def publish(self, run_id: str, extra: dict) -> int:
         """Write the next manifest (every table's current version) and point ``LATEST`` at it."""
@@ -256,8 +253,7 @@ class IndexStore:
             "tables": {name: self.table(name).version for name in TABLES},
             **extra,
         }
-        directory = self.root / MANIFEST_DIR
         crash_point("publish")
-        _atomic_write(directory / f"{version:08d}.json", json.dumps(manifest, indent=2, default=str))
-        _atomic_write(directory / "LATEST", str(version))
+        self.files.write_text(f"{MANIFEST_DIR}/{version:08d}.json", json.dumps(manifest, indent=2, default=str))
+        self.files.write_text(f"{MANIFEST_DIR}/LATEST", str(version))
         return version

@@ -427,7 +427,8 @@ def test_report_renders_the_index_and_its_history(site_index, tmp_path, capsys):
     index = site_index[0]
     assert (index / "report.html").exists()  # written by every build
     path = write_report(str(index), tmp_path / "r.html")
-    page = path.read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert path == str(tmp_path / "r.html")
     stats = laminae.open(str(index)).stats()
     for title in ("Nodes per layer and kind", "Seconds per stage", "Throughput", "Errors by stage and reason",
                   "Subcomponents per document", "Out-degree", "In-degree", "Seconds per run"):
