@@ -37,6 +37,9 @@ class CrawlConfig(BaseModel):
     max_image_bytes: int = Field(20_000_000, ge=1024, description="Larger images are dropped with an error.")
     retries: int = Field(2, ge=0, le=10, description="Retries on transient errors (timeouts, 429, 5xx).")
     backoff: float = Field(0.5, ge=0, description="First retry delay, seconds; doubles each retry.")
+    max_retry_after: float = Field(
+        120.0, ge=0, description="Longest Retry-After (429/503) honoured, seconds; a longer one fails the URL now."
+    )
     follow_links: int = Field(0, ge=0, le=10, description="Follow in-scope links to this depth.")
     allow_hosts: list[str] = Field(
         default_factory=list, description="Hosts besides the seeds' that may be fetched."

@@ -67,9 +67,30 @@ class FetchResult:
 
 
 class _Failure(Exception):
-    def __init__(self, reason: str, message: str, *, transient: bool = False, status: int | None = None):
+    def __init__(self, reason: str, message: str, *, transient: bool = False, status: int | None = None,
+                 retry_after: float | None = None):
         super().__init__(message)
         self.reason, self.message, self.transient, self.status = reason, message, transient, status
+        self.retry_after = retry_after
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (delay-seconds or an HTTP date); None if absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def sniff_content_type(body: bytes, declared: str | None) -> str:
@@ -261,6 +282,13 @@ class Crawler:
                 result.status = failure.status if failure.status is not None else result.status
                 if not failure.transient or attempt == attempts - 1:
                     return result
+                if failure.retry_after is not None:
+                    if failure.retry_after > self.cfg.max_retry_after:
+                        result.message += (f"; the server asked to retry after {failure.retry_after:g} s, more than "
+                                           f"max_retry_after ({self.cfg.max_retry_after:g} s)")
+                        return result
+                    await asyncio.sleep(failure.retry_after)
+                    continue
             except TimeoutError:
                 result.error = "timeout"
                 result.message = f"no complete response within {self.cfg.timeout_total:g} s"
@@ -313,6 +341,8 @@ class Crawler:
                             raise _Failure(
                                 f"http_{status}", f"HTTP {status} {resp.reason_phrase}",
                                 transient=status in TRANSIENT_STATUS, status=status,
+                                retry_after=retry_after_seconds(resp.headers.get("retry-after"))
+                                if status in (429, 503) else None,
                             )
                         declared, charset = _parse_content_type(resp.headers.get("content-type"))
                         length = resp.headers.get("content-length")

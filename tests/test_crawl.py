@@ -162,3 +162,45 @@ def test_seeds_file_formats(tmp_path):
         read_seeds(f)
     with pytest.raises(SeedsError, match="does not exist"):
         read_seeds(tmp_path / "missing.txt")
+
+
+def test_retry_after_is_honoured_and_bounded(server, tmp_path):
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    from tasks.crawl import retry_after_seconds
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert retry_after_seconds("7") == 7.0
+    assert retry_after_seconds(format_datetime(now + timedelta(seconds=30), usegmt=True), now) == 30.0
+    assert retry_after_seconds(format_datetime(now - timedelta(seconds=30), usegmt=True), now) == 0.0
+    assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+    calls = {"busy": 0, "closed": 0}
+    served_at: list[float] = []
+
+    def busy(handler):  # 429 asking for one second, then the page
+        calls["busy"] += 1
+        served_at.append(time.monotonic())
+        body = page("B", "<p>b</p>") if calls["busy"] > 1 else b""
+        handler.send_response(200 if calls["busy"] > 1 else 429)
+        handler.send_header("Retry-After", "1")
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def closed(handler):  # 503 asking for an hour: not waited for
+        calls["closed"] += 1
+        handler.send_response(503)
+        handler.send_header("Retry-After", "3600")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    server.routes["/busy"] = busy
+    server.routes["/closed"] = closed
+    res = run(server, ["/busy", "/closed"], tmp_path, retries=2, backoff=0, max_retry_after=60)
+    assert res["/busy"].ok and calls["busy"] == 2
+    assert served_at[1] - served_at[0] >= 0.9  # the asked-for second, not the zero backoff
+    assert res["/closed"].error == "http_503" and calls["closed"] == 1
+    assert "max_retry_after" in res["/closed"].message
