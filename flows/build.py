@@ -10,15 +10,17 @@ import json
 import logging
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.runners import make_task_runner, resources
 from laminae.stats import table_stats
+from schemas.storage import is_remote
 from schemas.tables import TABLES
 from tasks import progress
 from tasks.config import BuildSettings
@@ -110,16 +112,26 @@ def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildS
     bars = progress.current()
     log.info("running %d batches on %s%s", len(batches), cfg.runner.kind,
              f" at {cfg.runner.address}" if cfg.runner.address else f" (a local cluster of {cfg.runner.workers})")
+    window = 2 * cfg.runner.workers  # batches in flight: results wait on the cluster only this long
     with runner, resources(cfg.runner):
-        futures = [runner.submit(process_documents, {"batch": batch, "index": index, "settings": cfg,
-                                                     "run_id": run_id, "seed_hosts": seed_hosts})
-                   for batch in batches]
-        for batch, future in zip(batches, futures, strict=True):
-            processed = future.result()
-            bars.advance("parse", len(batch))
-            bars.expect("embed", processed.embedded)
-            bars.advance("embed", processed.embedded)
-            yield processed
+        pending: deque = deque()
+        todo = iter(batches)
+        for batch in todo:
+            pending.append((batch, runner.submit(process_documents, {
+                "batch": batch, "index": index, "settings": cfg, "run_id": run_id, "seed_hosts": seed_hosts})))
+            if len(pending) < window:
+                continue
+            yield _collect(*pending.popleft(), bars)
+        while pending:
+            yield _collect(*pending.popleft(), bars)
+
+
+def _collect(batch: list[FetchResult], future, bars) -> ProcessedBatch:
+    processed = future.result()
+    bars.advance("parse", len(batch))
+    bars.expect("embed", processed.embedded)
+    bars.advance("embed", processed.embedded)
+    return processed
 
 
 @task(name="resolve-links", cache_policy=NO_CACHE)
@@ -144,8 +156,11 @@ def publish_run_report(index: str, summary: dict, flow_name: str) -> None:
     run stands."""
     from prefect.artifacts import create_markdown_artifact
 
-    create_markdown_artifact(markdown=run_markdown(summary, index), key=f"laminae-{flow_name}",
-                             description=f"laminae {flow_name} of {index}: {summary['status']}")
+    try:
+        create_markdown_artifact(markdown=run_markdown(summary, index), key=f"laminae-{flow_name}",
+                                 description=f"laminae {flow_name} of {index}: {summary['status']}")
+    except Exception:
+        log.exception("the run's artifact could not be published")
     try:
         path = write_report(index)
         log.info("report: %s", path)
@@ -206,6 +221,8 @@ GONE = ("http_404", "http_410")
 def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str = "build",
                reembed: bool = False) -> dict:
     """The body of ``build_index`` and ``refresh_index`` (called inside a flow run)."""
+    if not is_remote(index):
+        index = str(Path(index).resolve())  # workers of a remote cluster have other working directories
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()

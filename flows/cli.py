@@ -279,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from flows.runners import RunnerConfigError
     from flows.serve import ScheduleError
+    from schemas.storage import StorageError
     from tasks.detect import DetectorConfigError
     from tasks.embed import EmbedderConfigError
     from tasks.seeds import SeedsError
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError,
-            ScheduleError, RunnerConfigError) as exc:
+            ScheduleError, RunnerConfigError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from laminae.graph import Graph, group_max, similarities
 from laminae.stats import table_stats
-from schemas.storage import IndexFiles, is_remote, storage_options
+from schemas.storage import IndexFiles, StorageError, is_remote, storage_options
 from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 
 LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
@@ -475,7 +475,7 @@ def open_index(index_dir: str, version: int | None = None,
     """
     try:
         files = IndexFiles(index_dir)
-    except ValueError as exc:
+    except StorageError as exc:
         raise IndexOpenError(str(exc)) from None
     latest = files.read_text(f"{MANIFEST_DIR}/LATEST")
     if latest is None:

@@ -14,7 +14,11 @@ import os
 import tempfile
 from pathlib import Path
 
-REMOTE_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://", "az://")
+REMOTE_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://")
+
+
+class StorageError(ValueError):
+    """The index location cannot be reached; the message names the settings to check."""
 
 
 def is_remote(uri: str | os.PathLike[str]) -> bool:
@@ -51,7 +55,7 @@ class IndexFiles:
             try:
                 self._fs, self._base = fs.FileSystem.from_uri(self.uri)
             except (OSError, ValueError) as exc:
-                raise ValueError(f"cannot reach {self.uri}: {exc} (credentials and endpoint come from "
+                raise StorageError(f"cannot reach {self.uri}: {exc} (credentials and endpoint come from "
                                  "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL)") from None
         else:
             self.local = Path(root)

@@ -80,7 +80,7 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return float(value)
     from email.utils import parsedate_to_datetime
 

@@ -24,7 +24,6 @@ PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,
 FIGURE_CAPTION = re.compile(r"^(figure|fig\.?)\s*\d+", re.IGNORECASE)
 TABLE_CAPTION = re.compile(r"^table\s*\d+", re.IGNORECASE)
 NUMBER = re.compile(r"^[-+]?[\d.,% ]+$")
-SENTENCE_END = tuple(".!?:;\"')]”’")
 WEB_IMAGE_EXT = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif"}
 MAX_IMAGE_PIXELS = 89_478_485  # the same bomb threshold as for web images
 
@@ -165,6 +164,9 @@ def _assign_headings(pages: list[list[_Block]], toc: list) -> None:
         return
     body = sizes.most_common(1)[0][0]
     outline = {" ".join(title.lower().split()): level for level, title, *_ in toc if title.strip()}
+    texts = {" ".join(b.text.lower().split()) for blocks in pages for b in blocks}
+    if outline and sum(1 for key in outline if key in texts) < len(outline) / 2:
+        outline = {}  # bookmarks that do not name the headings on the page: use the fonts
 
     def candidate(b: _Block) -> bool:
         short = len(b.text) <= 200 and len(b.lines) <= 3 and not b.text.endswith(".")
@@ -184,11 +186,13 @@ def _reading_order(blocks: list[_Block], width: float) -> list[_Block]:
     """Blocks top to bottom; where a page has two columns, the left column before the right."""
     mid, tol = width / 2, width * 0.02
     left = [b for b in blocks if b.bbox[2] <= mid + tol]
-    right = [b for b in blocks if b.bbox[0] >= mid - tol]
+    in_left = {id(b) for b in left}
+    right = [b for b in blocks if b.bbox[0] >= mid - tol and id(b) not in in_left]
     side_by_side = any(a.bbox[1] < b.bbox[3] and b.bbox[1] < a.bbox[3] for a in left for b in right)
     if not side_by_side or len(left) + len(right) < 3:
         return sorted(blocks, key=lambda b: (round(b.bbox[1]), b.bbox[0]))
-    spanning = sorted((b for b in blocks if b not in left and b not in right), key=lambda b: b.bbox[1])
+    sided = in_left | {id(b) for b in right}
+    spanning = sorted((b for b in blocks if id(b) not in sided), key=lambda b: b.bbox[1])
     out: list[_Block] = []
     top = float("-inf")
     for cut in [*spanning, None]:
@@ -329,9 +333,11 @@ def _continues(previous: Component | None, prev_block: _Block | None, block: _Bl
     """Whether a text block carries on the paragraph before it (across a column or page break)."""
     if previous is None or prev_block is None or previous.kind != "paragraph" or block.gap_before:
         return False
-    if abs(prev_block.size - block.size) > 0.6 or previous.text.endswith(SENTENCE_END):
+    mid_sentence = previous.text[-1:].isalnum() or previous.text.endswith((",", "-", "–", "—"))
+    if abs(prev_block.size - block.size) > 0.6 or not mid_sentence:
         return False
-    return block.text[:1].islower() or prev_block.page != block.page or prev_block.bbox[3] < block.bbox[1] + 1
+    column_break = block.bbox[1] < prev_block.bbox[1]  # it starts higher up: the next column
+    return block.text[:1].islower() or prev_block.page != block.page or column_break
 
 
 def _title(doc, pages: list[list[_Block]], url: str) -> str:
@@ -407,7 +413,12 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPa
             raise PdfError("unparsable_pdf", "no page of the PDF could be read")
         has_text = any(pages)
         _drop_running_text(pages, heights)
-        _assign_headings(pages, doc.get_toc(simple=True) if has_text else [])
+        try:
+            toc = doc.get_toc(simple=True) if has_text else []
+        except Exception as exc:  # a broken outline must not lose the text
+            warnings.append(f"outline_unreadable: {type(exc).__name__}: {exc}")
+            toc = []
+        _assign_headings(pages, toc)
         title = _title(doc, pages, url)
         for blocks, (tables, images, links), width in zip(pages, extras, widths, strict=True):
             blocks[:] = [b for b in blocks if not any(_inside(b.bbox, t.bbox) for t in tables)]

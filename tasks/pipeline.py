@@ -375,7 +375,8 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     docs = []
     for d in batch.docs:
         doc_id = d.document["id"]
-        if doc_id in seen:
+        if doc_id in seen:  # written by an earlier batch: drop this copy and the problems it had
+            report.errors = [e for e in report.errors if e["document_id"] != doc_id]
             report.errors.append(duplicate_row(run_id, d.document["url"], doc_id))
             continue
         seen.add(doc_id)

@@ -112,7 +112,15 @@ def gather(index: str) -> dict:
                   key=lambda r: r["started_at"])
     for r in runs:
         r["summary"] = json.loads(r["summary"] or "{}")
-    data: dict = {"index": index, "runs": runs, "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    data: dict = {"index": index, "runs": runs, "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                  "errors": []}
+    last = runs[-1] if runs else None
+    errors_tbl = db.open_table("errors")  # the latest rows: a failed run publishes no manifest
+    if last and errors_tbl.count_rows():
+        rows = errors_tbl.search().where(f"run_id = '{last['id']}'").select(
+            ["stage", "reason", "severity"]).limit(None).to_arrow().to_pylist()
+        data["errors"] = sorted(Counter((r["severity"], r["stage"], r["reason"]) for r in rows).items(),
+                                key=lambda kv: (kv[0][0] != "error", -kv[1]))
     try:
         opened = laminae.open(index)
     except Exception as exc:  # no build has published yet: the history alone is still worth showing
@@ -137,14 +145,6 @@ def gather(index: str) -> dict:
     in_deg = Counter(dst for src, dst in pairs if src != dst)
     data["out_degree"] = [out_deg.get(i, 0) for i in ids]
     data["in_degree"] = [in_deg.get(i, 0) for i in ids]
-    last = runs[-1] if runs else None
-    errors_tbl = opened.table("errors")
-    data["errors"] = []
-    if last and errors_tbl.count_rows():
-        rows = errors_tbl.search().where(f"run_id = '{last['id']}'").select(
-            ["stage", "reason", "severity"]).limit(None).to_arrow().to_pylist()
-        data["errors"] = sorted(Counter((r["severity"], r["stage"], r["reason"]) for r in rows).items(),
-                                key=lambda kv: (kv[0][0] != "error", -kv[1]))
     return data
 
 

@@ -175,6 +175,7 @@ def test_retry_after_is_honoured_and_bounded(server, tmp_path):
     assert retry_after_seconds(format_datetime(now + timedelta(seconds=30), usegmt=True), now) == 30.0
     assert retry_after_seconds(format_datetime(now - timedelta(seconds=30), usegmt=True), now) == 0.0
     assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+    assert retry_after_seconds("²") is None  # a digit to str.isdigit, not to float()
 
     calls = {"busy": 0, "closed": 0}
     served_at: list[float] = []

@@ -457,3 +457,19 @@ def test_each_run_publishes_a_markdown_artifact(site_index):
     assert f"| 1 | paragraph | {first['counts']['components']['paragraph']} |" in text
     assert "| links_to |" in text and "| embed |" in text and "**Errors**: none" in text
     assert by_run[first["run_id"]].flow_run_id is not None
+
+
+def test_a_duplicate_in_a_later_batch_is_dropped_with_its_problems(server, tmp_path, prefect_harness):
+    s = server
+    head = f"<link rel='canonical' href='{s.url('/canon')}'>"
+    body = "<p>Same story under two addresses.</p><img src='/missing.png' alt='lost'>"
+    s.routes["/a"] = Route(body=page("A", body, head))
+    s.routes["/b"] = Route(body=page("B", body, head))
+    settings = {**SETTINGS, "batch_documents": 1}
+    summary = build([s.url("/a"), s.url("/b")], tmp_path / "index", tmp_path, settings=settings)
+    opened = laminae.open(str(tmp_path / "index"))
+    docs = opened.table("documents").to_arrow().to_pylist()
+    assert [d["url"] for d in docs] == [s.url("/a")] and docs[0]["id"] == document_id(s.url("/canon"))
+    errors = [e for e in opened.table("errors").to_arrow().to_pylist() if e["run_id"] == summary["run_id"]]
+    assert sorted((e["url"].removeprefix(s.base), e["reason"]) for e in errors) == [
+        ("/b", "duplicate_document"), ("/missing.png", "http_404")]  # the copy's image error is dropped

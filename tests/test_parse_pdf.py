@@ -137,6 +137,33 @@ def test_a_paragraph_across_a_page_break_is_one_component():
     ]
 
 
+def test_a_sentence_running_onto_the_next_page_joins_even_with_a_capital():
+    doc = pymupdf.open()
+    doc.new_page().insert_text((56, 760), "The harbour board thanked the crew of the", fontsize=10)
+    doc.new_page().insert_text((56, 80), "Northern Star for the rescue.", fontsize=10)
+    page = parse_pdf(doc.tobytes(), URL)
+    assert [c.text for c in page.components] == ["The harbour board thanked the crew of the Northern Star for the rescue."]
+
+
+def test_blocks_without_a_full_stop_stay_apart_and_layouts_read_in_order():
+    doc = pymupdf.open()
+    p = doc.new_page()  # A4: 595 pt wide
+    p.insert_text((56, 80), "Key findings", fontsize=10)
+    p.insert_text((56, 110), "The guild grew by a third this year.", fontsize=10)
+    for i, (label, value) in enumerate([("Name", "Ada Baker"), ("Town", "Rye"), ("Since", "1998")]):
+        p.insert_text((56, 200 + 30 * i), f"{label}:", fontsize=10)  # a form: labels left, values right
+        p.insert_text((320, 200 + 30 * i), value, fontsize=10)
+    left = "Left column text that runs on for a while."
+    p.insert_text((56, 400), left, fontsize=10)
+    p.insert_text((56, 430), left, fontsize=10)
+    p.insert_text((320, 400), "Right column text.", fontsize=10)
+    p.insert_text((290, 470), "***", fontsize=10)  # a narrow centred ornament
+    texts = [c.text for c in parse_pdf(doc.tobytes(), URL).components]
+    assert texts[:2] == ["Key findings", "The guild grew by a third this year."]
+    assert texts[2:5] == ["Name: Ada Baker", "Town: Rye", "Since: 1998"]  # MuPDF keeps a row's text together
+    assert texts.count("***") == 1
+
+
 def test_pdf_without_text_layer_keeps_its_images_and_says_so():
     doc = pymupdf.open()
     doc.new_page().insert_image(pymupdf.Rect(50, 50, 450, 650), stream=png(400, 600, seed=1))
@@ -214,7 +241,7 @@ def test_rules_that_cannot_form_a_grid_and_tables_off_give_no_table():
         w.page.insert_text((56, y - 4), f"Member {i}", fontsize=10)
     page = parse_pdf(w.tobytes(), URL)
     assert [c.kind for c in page.components] == ["paragraph"] * len(page.components)
-    assert any("Member 3" in c.text for c in page.components)
+    assert [c.text for c in page.components if c.text.startswith("Member")] == [f"Member {i}" for i in range(5)]
     off = parse_pdf(harbour_pdf(), URL, ParseConfig(pdf_tables=False))
     assert "table" not in {c.kind for c in off.components}
     assert any("2,102,650" in c.text for c in off.components)
