@@ -87,3 +87,17 @@ def test_cli_runner_options_become_runner_settings():
     assert runner == {"kind": "ray", "address": "ray://head:10001", "workers": 3, "gpus": 1.0}
     assert BuildSettings(runner=runner).runner.gpus == 1.0
     assert _runner(argparse.Namespace(runner=None, runner_address=None, workers=None, gpus_per_batch=None)) == {}
+
+
+def test_ray_batches_request_the_configured_gpus():
+    from prefect_ray.context import RemoteOptionsContext
+
+    from flows.runners import resources
+    from tasks.config import RunnerConfig
+
+    with resources(RunnerConfig(kind="ray", gpus=1)):
+        assert RemoteOptionsContext.get().current_remote_options == {"num_gpus": 1}  # what RayTaskRunner.submit reads
+    with resources(RunnerConfig(kind="ray")):
+        assert not RemoteOptionsContext.get().current_remote_options
+    with resources(RunnerConfig(kind="dask", gpus=1)):  # Dask has no GPU requests: nothing is set
+        assert not RemoteOptionsContext.get().current_remote_options
