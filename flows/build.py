@@ -103,7 +103,7 @@ def write_documents(processed: ProcessedBatch, index: str, run_id: str, seen: se
 
 def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildSettings, run_id: str,
                        seed_hosts: set[str]) -> Iterator[ProcessedBatch]:
-    """Processed batches in order: one after another here, or all at once on the Dask/Ray runner."""
+    """Processed batches in order: one after another here, or up to 2 × workers at a time on Dask/Ray."""
     runner = make_task_runner(cfg.runner)
     if runner is None:
         for batch in batches:
@@ -115,8 +115,7 @@ def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildS
     window = 2 * cfg.runner.workers  # batches in flight: results wait on the cluster only this long
     with runner, resources(cfg.runner):
         pending: deque = deque()
-        todo = iter(batches)
-        for batch in todo:
+        for batch in batches:
             pending.append((batch, runner.submit(process_documents, {
                 "batch": batch, "index": index, "settings": cfg, "run_id": run_id, "seed_hosts": seed_hosts})))
             if len(pending) < window:

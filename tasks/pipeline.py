@@ -140,12 +140,13 @@ def duplicate_row(run_id: str, url: str, doc_id: str) -> dict:
                      severity="warning", document=doc_id)
 
 
-def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSettings, run_id: str,
-                    seen: set[str] | None = None) -> tuple[list[DocumentNodes], list[dict]]:
-    """Parse the batch's pages into node rows; a page that fails becomes an error row."""
+def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSettings,
+                    run_id: str) -> tuple[list[DocumentNodes], list[dict]]:
+    """Parse the batch's pages into node rows; a page that fails becomes an error row. A second page
+    with the same document id in the batch is skipped (``write_batch`` does the same across batches)."""
     docs: list[DocumentNodes] = []
     errors: list[dict] = []
-    seen = seen if seen is not None else set()
+    seen: set[str] = set()
     for res in results:
         if not res.ok or res.content_type not in PAGE_TYPES:
             continue
@@ -311,6 +312,7 @@ class ProcessedBatch:
     new_vectors: dict[str, np.ndarray]
     fetches: list[FetchResult]
     seconds: dict[str, float]
+    model_id: str  # the embedder of ``new_vectors``
     embedded: int = 0
     reused: int = 0
 
@@ -363,7 +365,7 @@ def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSet
         known.update(store.cached_vectors([cache_key(embedder.model_id, r["text"] or "") for r in documents]))
         new_vectors.update(embed_rows(documents, embedder, known))
     return ProcessedBatch(docs, errors, new_vectors, results + image_fetches, dict(times.seconds),
-                          embedded=len(new_vectors), reused=len(nodes) + len(documents) - len(new_vectors))
+                          embedder.model_id, embedded=len(new_vectors), reused=len(nodes) + len(documents) - len(new_vectors))
 
 
 def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[str]) -> BatchReport:
@@ -382,8 +384,8 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
         seen.add(doc_id)
         docs.append(d)
     store = IndexStore(index_dir)
-    embedder_id = store.metadata()["embedder"]["model_id"]
-    store.upsert("embeddings", [{"id": k, "model_id": embedder_id, "vector": v} for k, v in batch.new_vectors.items()])
+    store.upsert("embeddings", [{"id": k, "model_id": batch.model_id, "vector": v}
+                                for k, v in batch.new_vectors.items()])
     store.replace_documents(
         {
             "documents": [d.document for d in docs],
@@ -402,15 +404,8 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
         "subcomponents": sum(len(d.subcomponents) for d in docs),
         "edges": sum(len(d.edges) for d in docs),
     }
-    report.seconds = {**batch.seconds, "write": batch.seconds.get("write", 0) + time.perf_counter() - started}
+    report.seconds = {**batch.seconds, "write": time.perf_counter() - started}
     return report
-
-
-def index_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                seed_hosts: set[str], *, seen: set[str] | None = None) -> BatchReport:
-    """Run every stage on one batch of fetched pages and write it; returns counts and timings."""
-    processed = process_batch(results, index_dir, settings, run_id, seed_hosts)
-    return write_batch(processed, index_dir, run_id, seen if seen is not None else set())
 
 
 def reembed_index(index_dir: str, embedder) -> int:

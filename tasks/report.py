@@ -107,9 +107,8 @@ def gather(index: str) -> dict:
 
     db = lancedb.connect(index, storage_options=storage_options(index))
     runs_tbl = db.open_table("runs")
-    runs = sorted((_columns(runs_tbl, ["id", "flow", "status", "started_at", "finished_at",
-                                       "manifest_version", "summary"]) or _empty()).to_pylist(),
-                  key=lambda r: r["started_at"])
+    history = _columns(runs_tbl, ["id", "flow", "status", "started_at", "finished_at", "manifest_version", "summary"])
+    runs = sorted(history.to_pylist() if history is not None else [], key=lambda r: r["started_at"])
     for r in runs:
         r["summary"] = json.loads(r["summary"] or "{}")
     data: dict = {"index": index, "runs": runs, "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -127,7 +126,7 @@ def gather(index: str) -> dict:
         data["unpublished"] = str(exc)
         return data
     data["stats"] = opened.stats()
-    data["manifest_version"] = opened.manifest.get("version")
+    data["manifest_version"] = opened.version
     docs = _columns(opened.table("documents"), ["id", "kind", "title", "url", "n_components", "n_subcomponents"])
     data["documents_by_kind"] = dict(Counter(docs.column("kind").to_pylist())) if docs is not None else {}
     largest = []
@@ -146,12 +145,6 @@ def gather(index: str) -> dict:
     data["out_degree"] = [out_deg.get(i, 0) for i in ids]
     data["in_degree"] = [in_deg.get(i, 0) for i in ids]
     return data
-
-
-def _empty():
-    import pyarrow as pa
-
-    return pa.table({"id": pa.array([], pa.string())})
 
 
 # -- page --------------------------------------------------------------------------------------
