@@ -57,7 +57,7 @@ class ParseConfig(BaseModel):
     language: str = Field("en", description="pysbd language code for sentence splitting.")
     pdf_max_pages: int = Field(2000, ge=1, description="PDFs with more pages are refused (an error row).")
     pdf_tables: bool = Field(
-        True, description="Find ruled tables in PDFs (pymupdf find_tables on pages that draw lines)."
+        True, description="Find ruled tables in PDFs (regular grids from the drawn lines; others by pymupdf find_tables)."
     )
 
 

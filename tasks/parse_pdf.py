@@ -2,8 +2,9 @@
 
 Reads the PDF's bytes; returns a ``ParsedPage`` whose components carry their page and bbox:
 paragraphs (text blocks in reading order, two columns included, line-end hyphens repaired,
-running headers, footers and page numbers dropped), tables (ruled tables found by
-``find_tables``, header + rows), and embedded images (bytes kept on the component, with a nearby
+running headers, footers and page numbers dropped), tables (header + rows of ruled tables:
+a regular grid is read straight from the page's strokes and words, other ruling by pymupdf's
+``find_tables``), and embedded images (bytes kept on the component, with a nearby
 "Figure N" caption). Headings come from the PDF outline when it has one, else from font size and
 weight, and give each component its section path. URI links keep their character offsets (or
 table row) so the node stage makes ``links_to`` edges from components and sentences.
@@ -12,6 +13,7 @@ table row) so the node stage makes ``links_to`` edges from components and senten
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -26,6 +28,8 @@ TABLE_CAPTION = re.compile(r"^table\s*\d+", re.IGNORECASE)
 NUMBER = re.compile(r"^[-+]?[\d.,% ]+$")
 WEB_IMAGE_EXT = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif"}
 MAX_IMAGE_PIXELS = 89_478_485  # the same bomb threshold as for web images
+SNAP = 3.0  # points: strokes closer than this are one line; thinner boxes are lines (as find_tables)
+MAX_RULES = 2000  # more vector boxes than this (a chart or a drawing): leave the page to find_tables
 
 
 class PdfError(ParseError):
@@ -80,7 +84,7 @@ def _page_blocks(page, number: int, textpage, cfg: ParseConfig,
     for block in page.get_text("dict", textpage=textpage)["blocks"]:
         if block["type"] == 3:
             if block.get("isrect"):
-                rules.append(block["bbox"])
+                rules.append((*block["bbox"], block.get("stroked", True)))
             continue
         if block["type"] == 1:
             image = _image_block(block, number, cfg, warnings)
@@ -205,21 +209,114 @@ def _reading_order(blocks: list[_Block], width: float) -> list[_Block]:
     return out
 
 
-def _rulings(rules: list[tuple]):
-    """The area a page's straight strokes and boxes cover, when there are enough to rule a table.
+@dataclass
+class _Grid:
+    """A regular lattice of ruled lines: every row line spans every column and vice versa."""
+
+    xs: list[float]
+    ys: list[float]
+
+    @property
+    def bbox(self) -> tuple[float, float, float, float]:
+        return self.xs[0], self.ys[0], self.xs[-1], self.ys[-1]
+
+
+def _segments(rules: list[tuple]) -> tuple[list[tuple], list[tuple]]:
+    """Horizontal ``(y, x0, x1, shaded)`` and vertical ``(x, y0, y1, shaded)`` segments of a page's
+    straight strokes and boxes; ``shaded`` marks the sides of a filled box."""
+    hs: list[tuple] = []
+    vs: list[tuple] = []
+    for x0, y0, x1, y1, stroked in rules:
+        w, h = x1 - x0, y1 - y0
+        if h <= SNAP < w:
+            hs.append(((y0 + y1) / 2, x0, x1, False))
+        elif w <= SNAP < h:
+            vs.append(((x0 + x1) / 2, y0, y1, False))
+        elif w > SNAP and h > SNAP:
+            hs += [(y0, x0, x1, not stroked), (y1, x0, x1, not stroked)]
+            vs += [(x0, y0, y1, not stroked), (x1, y0, y1, not stroked)]
+    return hs, vs
+
+
+def _clusters(hs: list[tuple], vs: list[tuple]) -> list[tuple[list[tuple], list[tuple]]]:
+    """Groups of horizontal and vertical segments that touch one another (one table each)."""
+    parent = list(range(len(hs) + len(vs)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, (y, hx0, hx1, _) in enumerate(hs):
+        for j, (x, vy0, vy1, _) in enumerate(vs):
+            if hx0 - SNAP <= x <= hx1 + SNAP and vy0 - SNAP <= y <= vy1 + SNAP:
+                parent[root(i)] = root(len(hs) + j)
+    groups: dict[int, tuple[list[tuple], list[tuple]]] = {}
+    for i, h in enumerate(hs):
+        groups.setdefault(root(i), ([], []))[0].append(h)
+    for j, v in enumerate(vs):
+        groups.setdefault(root(len(hs) + j), ([], []))[1].append(v)
+    return [g for g in groups.values() if len(g[0]) >= 2 and len(g[1]) >= 2]
+
+
+def _lines(segments: list[tuple]) -> dict[float, list[tuple[float, float]]]:
+    """Segments snapped onto shared lines: line position → its sorted ``(start, end)`` pieces."""
+    out: dict[float, list[tuple[float, float]]] = {}
+    for at, start, end, _ in sorted(segments):
+        key = next((k for k in out if abs(k - at) <= SNAP), at)
+        out.setdefault(key, []).append((start, end))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _spans(pieces: list[tuple[float, float]], start: float, end: float) -> bool:
+    """Whether the pieces of one line cover ``[start, end]`` without a gap and no further."""
+    if pieces[0][0] > start + SNAP or pieces[0][0] < start - SNAP:
+        return False
+    reach = pieces[0][1]
+    for s, e in pieces[1:]:
+        if s > reach + SNAP:
+            return False
+        reach = max(reach, e)
+    return abs(reach - end) <= SNAP
+
+
+def _grid(hs: list[tuple], vs: list[tuple]) -> _Grid | None:
+    """The cluster's lattice when it is regular (no merged cells, no line running past the
+    table), else None."""
+    rows, cols = _lines(hs), _lines(vs)
+    ys, xs = sorted(rows), sorted(cols)
+    if len(ys) < 2 or len(xs) < 2:
+        return None
+    if all(_spans(rows[y], xs[0], xs[-1]) for y in ys) and all(_spans(cols[x], ys[0], ys[-1]) for x in xs):
+        return _Grid(xs, ys)
+    return None
+
+
+def _table_areas(rules: list[tuple]) -> tuple[list[_Grid], list[tuple]]:
+    """The page's regular ruled grids, and the areas of ruling that only ``find_tables`` can read
+    (merged cells, shading, partial lines).
 
     Only horizontal rules (underlines, a line under a header) or only vertical ones cannot make
-    a grid, so such pages skip the table finder."""
+    a grid, so such pages have neither."""
     if len(rules) < 4:
-        return None
-    wide = sum(1 for r in rules if r[2] - r[0] > 3)
-    tall = sum(1 for r in rules if r[3] - r[1] > 3)
-    if wide < 2 or tall < 2:
-        return None
-    import pymupdf
+        return [], []
+    if len(rules) > MAX_RULES:
+        return [], [_around([r[:4] for r in rules])]
+    grids: list[_Grid] = []
+    areas: list[tuple] = []
+    for ch, cv in _clusters(*_segments(rules)):
+        grid = None if any(s[3] for s in ch + cv) else _grid(ch, cv)
+        if grid is not None:
+            grids.append(grid)
+        else:
+            areas.append(_around([(x0, y, x1, y) for y, x0, x1, _ in ch] + [(x, y0, x, y1) for x, y0, y1, _ in cv]))
+    return grids, areas
 
-    return pymupdf.Rect(min(r[0] for r in rules) - 4, min(r[1] for r in rules) - 4,
-                        max(r[2] for r in rules) + 4, max(r[3] for r in rules) + 4)
+
+def _around(boxes: list[tuple]) -> tuple[float, float, float, float]:
+    return (min(b[0] for b in boxes) - 4, min(b[1] for b in boxes) - 4,
+            max(b[2] for b in boxes) + 4, max(b[3] for b in boxes) + 4)
 
 
 class _Words:
@@ -258,28 +355,54 @@ def _cell_text(words: list, cell) -> str:
     return " ".join(w[4] for w in _words_in(words, cell))
 
 
-def _tables(page, number: int, area, words: _Words) -> list[_Block]:
-    tables = []
-    for tab in page.find_tables(clip=area, use_layout=False).tables:
-        inside = _words_in(words(), tab.bbox)
-        rows = [([_cell_text(inside, c) if c else "" for c in row.cells], (row.bbox[1], row.bbox[3]))
-                for row in tab.rows]
-        # the first ruled row is the header unless it holds numbers (pymupdf's own header search,
-        # ``tab.header``, looks for text above the table and costs more than finding the table)
-        first = rows[0][0] if rows else []
-        if any(first) and not any(NUMBER.match(cell) for cell in first if cell):
-            header, rows = first, rows[1:]
-        else:
-            header = []
-        rows = [(cells, bounds) for cells, bounds in rows if any(cell.strip() for cell in cells)]
-        if not rows:
-            continue
-        block = _Block(number, tuple(tab.bbox), kind="table", row_bounds=[bounds for _, bounds in rows])
-        block.component = Component(kind="table", text="", section_path=[], table_kind="data",
-                                    header=header if any(header) else None, rows=[cells for cells, _ in rows],
-                                    page=number, bbox=[float(v) for v in tab.bbox])
-        tables.append(block)
-    return tables
+def _tables(page, number: int, grids: list[_Grid], areas: list[tuple], words: _Words) -> list[_Block]:
+    """Table blocks: regular grids read straight from the page's words, other ruling by
+    ``find_tables``."""
+    import pymupdf
+
+    found: list[tuple[tuple, list[tuple[list[str], tuple[float, float]]]]] = []
+    for grid in grids:
+        found.append((grid.bbox, _grid_rows(grid, words())))
+    for area in areas:
+        for tab in page.find_tables(clip=pymupdf.Rect(area), use_layout=False).tables:
+            inside = _words_in(words(), tab.bbox)
+            found.append((tuple(tab.bbox), [([_cell_text(inside, c) if c else "" for c in row.cells],
+                                             (row.bbox[1], row.bbox[3])) for row in tab.rows]))
+    return [block for bbox, rows in sorted(found, key=lambda f: (f[0][1], f[0][0]))
+            if (block := _table_block(number, bbox, rows)) is not None]
+
+
+def _grid_rows(grid: _Grid, words: list) -> list[tuple[list[str], tuple[float, float]]]:
+    """Each grid row's cell texts (words placed by their centre) and its y-range."""
+    xs, ys = grid.xs, grid.ys
+    cells: list[list[list]] = [[[] for _ in xs[1:]] for _ in ys[1:]]
+    for w in words:
+        cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+        if xs[0] <= cx <= xs[-1] and ys[0] <= cy <= ys[-1]:
+            i = min(bisect_right(ys, cy), len(ys) - 1) - 1
+            j = min(bisect_right(xs, cx), len(xs) - 1) - 1
+            cells[i][j].append(w)
+    return [([" ".join(w[4] for w in sorted(cell, key=lambda w: (w[5], w[6], w[7]))) for cell in row],
+             (ys[i], ys[i + 1])) for i, row in enumerate(cells)]
+
+
+def _table_block(number: int, bbox: tuple, rows: list[tuple[list[str], tuple[float, float]]]) -> _Block | None:
+    """A table block from ruled rows: the first is the header unless it holds numbers (pymupdf's
+    own header search, ``tab.header``, looks for text above the table and costs more than finding
+    the table); None when no row has text."""
+    first = rows[0][0] if rows else []
+    if any(first) and not any(NUMBER.match(cell) for cell in first if cell):
+        header, rows = first, rows[1:]
+    else:
+        header = []
+    rows = [(cells, bounds) for cells, bounds in rows if any(cell.strip() for cell in cells)]
+    if not rows:
+        return None
+    block = _Block(number, tuple(bbox), kind="table", row_bounds=[bounds for _, bounds in rows])
+    block.component = Component(kind="table", text="", section_path=[], table_kind="data",
+                                header=header if any(header) else None, rows=[cells for cells, _ in rows],
+                                page=number, bbox=[float(v) for v in bbox])
+    return block
 
 
 def _take_caption(target: _Block, blocks: list[_Block], pattern: re.Pattern) -> str | None:
@@ -399,8 +522,8 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPa
                 textpage = page.get_textpage(flags=_text_flags(page, number, warnings))
                 blocks, images, rules = _page_blocks(page, number, textpage, cfg, warnings)
                 words = _Words(page, textpage)
-                area = _rulings(rules) if cfg.pdf_tables and blocks else None
-                extra = (_tables(page, number, area, words) if area is not None else [], images,
+                grids, areas = _table_areas(rules) if cfg.pdf_tables and blocks else ([], [])
+                extra = (_tables(page, number, grids, areas, words) if grids or areas else [], images,
                          _links(page, url, words))
             except Exception as exc:  # one unreadable page must not lose the others
                 warnings.append(f"page_unreadable: page {number}: {type(exc).__name__}: {exc}")

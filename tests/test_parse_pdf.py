@@ -275,3 +275,86 @@ def test_sample_site_pdf_matches_golden():
     assert json.loads(json.dumps(got)) == json.loads(golden.read_text()), (
         "parse of guild-report.pdf changed; if intended, regenerate with LAMINAE_UPDATE_GOLDEN=1"
     )
+
+
+def _ruled(page, x0: float, top: float, cells: list[list[str]], col_w: float = 80, row_h: float = 18,
+           border: bool = False, merge: tuple[int, int] | None = None, shade: bool = False) -> None:
+    """Draw a ruled table; ``merge=(row, col)`` drops the rule between that cell and the next,
+    ``border`` draws the outline as one stroked rectangle, ``shade`` fills the header row."""
+    rows, cols = len(cells), len(cells[0])
+    x1, bottom = x0 + cols * col_w, top + rows * row_h
+    if shade:
+        page.draw_rect((x0, top, x1, top + row_h), color=None, fill=(0.85, 0.85, 0.85))
+    if border:
+        page.draw_rect((x0, top, x1, bottom))
+    for i in range(0 if not border else 1, rows + (1 if not border else 0)):
+        page.draw_line((x0, top + i * row_h), (x1, top + i * row_h))
+    for j in range(0 if not border else 1, cols + (1 if not border else 0)):
+        x = x0 + j * col_w
+        if merge and j == merge[1] + 1:
+            r = merge[0]
+            page.draw_line((x, top), (x, top + r * row_h))
+            page.draw_line((x, top + (r + 1) * row_h), (x, bottom))
+        else:
+            page.draw_line((x, top), (x, bottom))
+    for i, row in enumerate(cells):
+        for j, text in enumerate(row):
+            if text:
+                page.insert_text((x0 + j * col_w + 3, top + i * row_h + 13), text, fontsize=9)
+
+
+def _tables_of(body: bytes) -> list[tuple]:
+    return [(c.header, c.rows, [round(v) for v in c.bbox], c.caption)
+            for c in parse_pdf(body, URL).components if c.kind == "table"]
+
+
+def test_regular_grids_are_read_without_find_tables_and_match_it(monkeypatch):
+    import pymupdf
+
+    import tasks.parse_pdf as module
+
+    w = PdfWriter()
+    w.paragraph("Two tables follow, one drawn with lines and one inside a stroked border.")
+    _ruled(w.page, 56, 150, [["Line", "Stops", "Riders"], ["Red", "12", "40,100"], ["Blue", "9", "22,050"]])
+    w.page.draw_line((56, 240), (300, 240))  # an underline near, not touching, the first table
+    _ruled(w.page, 56, 300, [["Year", "Trips"], ["2023", "1,200"], ["2024", "1,350"], ["2025", ""]], border=True)
+    _ruled(w.page, 330, 150, [["Depot", "Buses"], ["North", "31"]], col_w=60)
+    body = w.tobytes()
+
+    calls: list = []
+    original = pymupdf.Page.find_tables
+    monkeypatch.setattr(pymupdf.Page, "find_tables", lambda self, *a, **k: calls.append(k) or original(self, *a, **k))
+    fast = _tables_of(body)
+    assert calls == []  # every grid here is regular: the finder is never run
+    assert [(h, r) for h, r, _, _ in fast] == [
+        (["Line", "Stops", "Riders"], [["Red", "12", "40,100"], ["Blue", "9", "22,050"]]),
+        (["Year", "Trips"], [["2023", "1,200"], ["2024", "1,350"], ["2025", ""]]),
+        (["Depot", "Buses"], [["North", "31"]]),  # the right column is read after the left
+    ]
+    areas = module._table_areas
+    monkeypatch.setattr(module, "_table_areas", lambda rules: ([], [
+        *areas(rules)[1], *((g.xs[0] - 4, g.ys[0] - 4, g.xs[-1] + 4, g.ys[-1] + 4) for g in areas(rules)[0])]))
+    slow = _tables_of(body)
+    assert len(calls) == 3
+    assert [t[:2] for t in slow] == [t[:2] for t in fast]  # find_tables reads the same cells and rows
+    for (*_, box, _), (*_, ref, _) in zip(fast, slow, strict=True):
+        # a stroked border's box includes its line width (1 pt here); find_tables gives the centre line
+        assert all(abs(a - b) <= 1 for a, b in zip(box, ref, strict=True)), (box, ref)
+
+
+def test_merged_cells_and_shading_are_left_to_find_tables(monkeypatch):
+    import pymupdf
+
+    w = PdfWriter()
+    w.paragraph("A table with a merged cell and one with a shaded header.")
+    _ruled(w.page, 56, 150, [["Route", "From", "To"], ["Loop", "Harbour and back", ""], ["7", "Mill", "Quay"]],
+           merge=(1, 1))
+    _ruled(w.page, 56, 300, [["Shift", "Crew"], ["Early", "4"], ["Late", "6"]], shade=True)
+    calls: list = []
+    original = pymupdf.Page.find_tables
+    monkeypatch.setattr(pymupdf.Page, "find_tables", lambda self, *a, **k: calls.append(k) or original(self, *a, **k))
+    tables = _tables_of(w.tobytes())
+    assert len(calls) == 2
+    assert tables[0][0] == ["Route", "From", "To"]
+    assert tables[0][1][0][:2] == ["Loop", "Harbour and back"] and tables[0][1][1] == ["7", "Mill", "Quay"]
+    assert tables[1][:2] == (["Shift", "Crew"], [["Early", "4"], ["Late", "6"]])
