@@ -5,9 +5,10 @@ body text with links, two-column parts, ruled tables and captioned images; runni
 page numbers), then times, in the same run and on one core:
 
 - reference: open each PDF and call ``page.get_text()`` on every page (plain text, nothing else);
-- ``parse_pdf``: the PDF parser (reading order, headings, tables, images, links);
-- parse stage: ``parse_pdf`` plus sentence splitting, table-row explosion and edges
-  (``build_nodes``), i.e. everything the build's parse stage does for a PDF.
+- parse: ``parse_pdf``, the PDF parser (reading order, headings, tables, images, links), the
+  design's "parse" stage for a PDF; issue 6 asks for at least 0.3x the reference;
+- parse + split + explode + edges: ``parse_pdf`` and ``build_nodes`` (pysbd sentence splitting,
+  table-row explosion, edges), everything a build does to a PDF before embedding.
 
 Each is run ``--repeats`` times, interleaved; the best run counts. Prints pages/s, the ratio to
 the reference and what was found.
@@ -83,8 +84,8 @@ def main() -> int:
             counts["edges"] += len(nodes.edges)
         return counts
 
-    runs = {"reference: pymupdf get_text()": bare, "parse_pdf": parse_only,
-            "parse stage (parse_pdf + build_nodes)": stage}
+    runs = {"reference: pymupdf get_text()": bare, "parse (parse_pdf)": parse_only,
+            "parse + split + explode + edges": stage}
     best = {name: float("inf") for name in runs}
     found: dict[str, Counter] = {}
     for _ in range(args.repeats):
@@ -97,8 +98,10 @@ def main() -> int:
     for name, seconds in best.items():
         rate = n_pages / seconds
         print(f"{name:<40} {rate:9.1f} {rate / reference:7.3f}")
-    print("found by parse_pdf:", dict(found["parse_pdf"]))
-    print("found by the parse stage:", dict(found["parse stage (parse_pdf + build_nodes)"]))
+    split = best["parse + split + explode + edges"] - best["parse (parse_pdf)"]
+    print(f"split + explode + edges alone: {n_pages / split:.1f} pages/s")
+    print("found by parse_pdf:", dict(found["parse (parse_pdf)"]))
+    print("found by build_nodes:", dict(found["parse + split + explode + edges"]))
     return 0
 
 
