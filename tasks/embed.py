@@ -348,7 +348,10 @@ def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.nda
     new: dict[str, np.ndarray] = {}
     bars = progress.current()
     bars.expect("embed", len(todo))
-    texts, todo_keys = list(todo.values()), list(todo)
+    # longest first, as the models order a call's texts: a call then pads its batches as little as
+    # one call over all the texts would (on a GPU, unsorted calls ran at 0.70x a single call)
+    todo_keys = sorted(todo, key=lambda k: len(todo[k]), reverse=True)
+    texts = [todo[k] for k in todo_keys]
     for start in range(0, len(texts), PROGRESS_CHUNK):
         vectors = embedder.embed(texts[start:start + PROGRESS_CHUNK])
         new.update(zip(todo_keys[start:start + PROGRESS_CHUNK], vectors, strict=True))

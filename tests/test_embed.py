@@ -57,6 +57,21 @@ def test_embedding_in_chunks_reports_progress_and_keeps_the_vectors(embedder, mo
     assert "embed" in err and "7/7" in err
 
 
+def test_chunks_go_longest_first_and_vectors_land_on_their_rows(embedder, monkeypatch):
+    import tasks.embed as module
+
+    texts = ["rye", "a long sentence about sourdough starters and their feeding", "oven", "flour and water"]
+    calls: list[list[str]] = []
+    original = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda chunk: calls.append(chunk) or original(chunk))
+    monkeypatch.setattr(module, "PROGRESS_CHUNK", 2)
+    rows = [{"text": t} for t in texts]
+    embed_rows(rows, embedder, {})
+    assert calls == [[texts[1], texts[3]], [texts[2], texts[0]]]  # similar lengths share a call
+    for row in rows:
+        assert np.allclose(row["vector"], original([row["text"]])[0], atol=1e-5)
+
+
 def test_progress_modes():
     from tasks import progress
 
