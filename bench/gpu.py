@@ -148,7 +148,7 @@ def text_section(args, model: str) -> None:
     print(f"{'embed stage (embed_rows), cuda':<44} {len(texts) / stage_s:10.0f} {bare_s / stage_s:8.3f}")
     print(f"{'embed stage (embed_rows), cpu fp32':<44} {len(cpu_texts) / cpu_s:10.0f} "
           f"{bare_s / len(texts) / (cpu_s / len(cpu_texts)):8.3f}")
-    print(f"cuda vs cpu vectors: cosine min {agree.min():.5f}, mean {agree.mean():.5f}")
+    print(f"cuda vs cpu vectors: cosine min {agree.min():.6f}, mean {agree.mean():.6f}")
 
 
 def image_section(args) -> None:
@@ -169,7 +169,7 @@ def image_section(args) -> None:
           f"({len(images)} distinct, from the sample site)")
     print(f"cuda ({args.precision}): {len(batch) / gpu_s:.0f} images/s; cpu fp32: {len(few) / cpu_s:.1f} images/s "
           f"(cuda {len(batch) / gpu_s / (len(few) / cpu_s):.0f}x)")
-    print(f"cuda vs cpu vectors: images cosine min {agree.min():.5f}; texts cosine min {text_agree.min():.5f}")
+    print(f"cuda vs cpu vectors: images cosine min {agree.min():.6f}; texts cosine min {text_agree.min():.6f}")
 
 
 def detect_section(args) -> None:
