@@ -35,6 +35,7 @@ from tasks.pipeline import (
     fetch_row,
     process_batch,
     reembed_index,
+    superseded_documents,
     write_batch,
 )
 from tasks.rawstore import RawStore
@@ -270,16 +271,23 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     for stage in ("parse", "write"):
         progress.current().expect(stage, len(pages))
     seen: set[str] = set()
+    resolved: dict[str, str] = {}
     totals: Counter[str] = Counter()
     tick = time.perf_counter()
     for number, processed in enumerate(_processed_batches(batches, index, cfg, run_id, seed_hosts), 1):
         report = write_documents(processed, index, run_id, seen)
+        resolved.update(report.resolved)
         errors.extend(report.errors)
         seconds.update(report.seconds)
         totals.update({"indexed": report.documents, "embedded": report.embedded, "reused": report.reused})
         log.info("batch %d/%d: %d documents, %d nodes embedded, %d reused (%.1f s)", number, len(batches),
                  report.documents, report.embedded, report.reused, time.perf_counter() - tick)
         tick = time.perf_counter()
+
+    if refresh:
+        superseded = superseded_documents(by_url, resolved, {r.url for r in pages})
+        store.delete_documents(superseded)
+        changes["removed"] += len(superseded)
 
     tick = time.perf_counter()
     links = resolve_link_edges(index)

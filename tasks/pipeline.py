@@ -63,6 +63,7 @@ class BatchReport:
     errors: list[dict] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    resolved: dict[str, str] = field(default_factory=dict)  # page URL → the document id it now has
 
 
 def error_row(run_id: str, url: str | None, stage: str, reason: str, message: str,
@@ -397,6 +398,8 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     )
     store.upsert("fetches", [fetch_row(r, run_id) for r in batch.fetches])
     progress.current().advance("write", sum(1 for r in batch.fetches if r.kind == "page"))
+    report.resolved = {e["url"]: e["document_id"] for e in report.errors if e["reason"] == "duplicate_document"}
+    report.resolved.update((d.document["url"], d.document["id"]) for d in docs)
     report.documents = len(docs)
     report.counts = {
         "documents": len(docs),
@@ -406,6 +409,15 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     }
     report.seconds = {**batch.seconds, "write": time.perf_counter() - started}
     return report
+
+
+def superseded_documents(by_url: dict[str, str], resolved: dict[str, str], reparsed: set[str]) -> list[str]:
+    """Documents that a re-parsed page no longer resolves to (its canonical URL changed) and that no
+    other page still holds: ``by_url`` before the run, ``resolved`` after it (URL → document id).
+    A page that failed to parse resolves to nothing and keeps its document."""
+    live = set(resolved.values()) | {doc for url, doc in by_url.items() if url not in reparsed}
+    old = {by_url[url] for url in reparsed if url in by_url and resolved.get(url, by_url[url]) != by_url[url]}
+    return sorted(old - live)
 
 
 def reembed_index(index_dir: str, embedder) -> int:

@@ -101,6 +101,35 @@ def test_refresh_reembeds_only_what_changed(server, tmp_path, prefect_harness):
     assert {d["url"] for d in laminae.open(str(index)).table("documents").to_arrow().to_pylist()} == {s.url("/c")}
 
 
+def test_a_page_whose_canonical_url_changes_leaves_no_old_document(server, tmp_path, prefect_harness):
+    from flows.build import build_index, refresh_index
+
+    s = server
+
+    def with_canonical(title: str, canonical: str, text: str) -> bytes:
+        return page(title, f"<p>{text}</p>", head=f"<link rel='canonical' href='{s.url(canonical)}'>")
+
+    s.routes["/p"] = Route(body=with_canonical("P", "/p-old", "Proofing takes an hour. Then the loaf is shaped."))
+    s.routes["/q"] = Route(body=with_canonical("Q", "/q", "Quiches need a blind-baked crust."))
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"{s.url('/p')}\n{s.url('/q')}\n")
+    index = str(tmp_path / "index")
+    assert build_index(seeds=str(seeds), index=index, settings=SETTINGS)["status"] == "success"
+    ids = lambda: {d["id"] for d in laminae.open(index).table("documents").to_arrow().to_pylist()}  # noqa: E731
+    assert ids() == {document_id(s.url("/p-old")), document_id(s.url("/q"))}
+
+    s.routes["/p"] = Route(body=with_canonical("P", "/p-new", "Proofing takes an hour. Then the loaf is baked."))
+    moved = refresh_index(index=index)
+    assert moved["changes"] == {"unchanged": 1, "changed": 1, "added": 0, "removed": 1}
+    assert ids() == {document_id(s.url("/p-new")), document_id(s.url("/q"))}
+    assert _nodes(index, s.url("/p-old")) == {"components": set(), "subcomponents": set(), "edges": set()}
+
+    s.routes["/q"] = Route(body=with_canonical("Q", "/p-new", "Quiches need a blind-baked crust."))
+    merged = refresh_index(index=index)  # /q now names /p's document: one document for both pages
+    assert merged["changes"]["removed"] == 1
+    assert ids() == {document_id(s.url("/p-new"))}
+
+
 def test_changing_the_model_moves_the_whole_index_to_a_new_space(server, tmp_path, tiny_clip, prefect_harness):
     import numpy as np
 
@@ -148,3 +177,13 @@ def test_a_reader_during_a_refresh_sees_old_or_new_never_a_mix(server, tmp_path,
     texts = after.table("subcomponents").to_arrow().column("text").to_pylist()
     assert sorted(texts) == ["Version two, rewritten.", "With two sentences."]
     assert before.search(before.graph.layers[1].vectors[0], layer=1, k=1)[0].text == "Version one of the page."
+
+
+def test_superseded_documents_are_only_those_no_page_holds():
+    from tasks.pipeline import superseded_documents
+
+    before = {"/a": "A", "/b": "B", "/c": "C", "/d": "S", "/e": "S"}
+    after = {"/a": "A2", "/b": "B", "/d": "D2"}  # /a and /d moved; /c failed to parse; /e was not fetched again
+    assert superseded_documents(before, after, {"/a", "/b", "/c", "/d"}) == ["A"]  # S is still /e's
+    assert superseded_documents(before, {**after, "/e": "D2"}, {"/a", "/b", "/c", "/d", "/e"}) == ["A", "S"]
+    assert superseded_documents(before, {"/a": "B"}, {"/a"}) == ["A"]  # /a now names /b's document
