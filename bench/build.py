@@ -85,6 +85,7 @@ def main() -> int:
     parser.add_argument("--mirror-pages", type=int, default=300, help="how many link targets serve the mirror")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--batch-documents", type=int, default=64)
+    parser.add_argument("--parse-workers", type=int, default=0, help="processes that parse each batch (0: in-process)")
     parser.add_argument("--keep", help="keep the index in this directory")
     args = parser.parse_args()
 
@@ -111,7 +112,7 @@ def main() -> int:
         seeds = Path(tmp) / "seeds.txt"
         seeds.write_text("\n".join(site.base_url + n for n in names) + "\n")
         settings = {"embed": {"threads": args.threads}, "batch_documents": args.batch_documents,
-                    "crawl": {"respect_robots": False}}
+                    "crawl": {"respect_robots": False}, "runner": {"parse_workers": args.parse_workers}}
         started = time.perf_counter()
         summary = build_index(seeds=str(seeds), index=index, settings=settings)
         wall = time.perf_counter() - started

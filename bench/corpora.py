@@ -1,4 +1,5 @@
-"""Real-world page corpora the benchmarks share (fetched from package registries, cached).
+"""Corpora the benchmarks share: real-world pages (fetched from package registries, cached) and
+the sample site's texts.
 
 Writes the unpacked packages into the cache folder it is given; imports nothing heavy.
 """
@@ -20,3 +21,27 @@ def fetch_htmlparser_benchmark(cache: Path) -> Path:
         with tarfile.open(next(target.glob("htmlparser-benchmark-*.tgz"))) as tar:
             tar.extractall(target, filter="data")
     return target / "package" / "files"
+
+
+SITE = Path(__file__).resolve().parent.parent / "examples" / "site"
+
+
+def site_texts(n: int) -> list[str]:
+    """The sample site's component and subcomponent texts, made unique per copy, ``n`` of them."""
+    from schemas.ids import document_id
+    from tasks.config import ParseConfig
+    from tasks.crawl import FetchResult
+    from tasks.nodes import build_nodes
+    from tasks.parse_html import parse_html
+
+    base = []
+    for path in sorted(SITE.glob("*.html")):
+        url = "http://site.test/" + path.name
+        fetch = FetchResult(url=url, final_url=url, raw_key="k", content_type="text/html")
+        nodes = build_nodes(parse_html(path.read_bytes(), url), document_id(url), fetch, ParseConfig())
+        base.extend(r["text"] for r in nodes.components + nodes.subcomponents)
+    out, copy = [], 0
+    while len(out) < n:
+        out.extend(f"{text} (copy {copy})" for text in base)
+        copy += 1
+    return out[:n]

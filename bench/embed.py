@@ -20,29 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import flows  # noqa: E402,F401
-from schemas.ids import document_id  # noqa: E402
-from tasks.config import EmbedConfig, ParseConfig  # noqa: E402
-from tasks.crawl import FetchResult  # noqa: E402
+from bench.corpora import site_texts  # noqa: E402
+from tasks.config import EmbedConfig  # noqa: E402
 from tasks.embed import TextEmbedder, cache_key, embed_rows  # noqa: E402
-from tasks.nodes import build_nodes  # noqa: E402
-from tasks.parse_html import parse_html  # noqa: E402
 from tasks.write import IndexStore  # noqa: E402
-
-SITE = Path(__file__).resolve().parent.parent / "examples" / "site"
-
-
-def corpus_texts(n: int) -> list[str]:
-    base = []
-    for path in sorted(SITE.glob("*.html")):
-        url = "http://site.test/" + path.name
-        fetch = FetchResult(url=url, final_url=url, raw_key="k", content_type="text/html")
-        nodes = build_nodes(parse_html(path.read_bytes(), url), document_id(url), fetch, ParseConfig())
-        base.extend(r["text"] for r in nodes.components + nodes.subcomponents)
-    out, copy = [], 0
-    while len(out) < n:
-        out.extend(f"{text} (copy {copy})" for text in base)
-        copy += 1
-    return out[:n]
 
 
 def main() -> int:
@@ -54,7 +35,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    texts = corpus_texts(args.texts)
+    texts = site_texts(args.texts)
     embedder = TextEmbedder(EmbedConfig(device=args.device, threads=args.threads, batch_size=args.batch_size))
     model = embedder._model
     bare_best = stage_best = float("inf")

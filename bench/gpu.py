@@ -31,30 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from schemas.ids import document_id  # noqa: E402
-from tasks.config import DetectConfig, EmbedConfig, ParseConfig  # noqa: E402
-from tasks.crawl import FetchResult  # noqa: E402
+from bench.corpora import SITE, site_texts  # noqa: E402
+from tasks.config import DetectConfig, EmbedConfig  # noqa: E402
 from tasks.detect import Detector, resolve_weights  # noqa: E402
 from tasks.embed import ClipEmbedder, TextEmbedder, default_model_path, embed_rows  # noqa: E402
-from tasks.nodes import build_nodes  # noqa: E402
-from tasks.parse_html import parse_html  # noqa: E402
-
-SITE = Path(__file__).resolve().parent.parent / "examples" / "site"
-
-
-def site_texts(n: int) -> list[str]:
-    """The sample site's component and subcomponent texts, made unique per copy, ``n`` of them."""
-    base = []
-    for path in sorted(SITE.glob("*.html")):
-        url = "http://site.test/" + path.name
-        fetch = FetchResult(url=url, final_url=url, raw_key="k", content_type="text/html")
-        nodes = build_nodes(parse_html(path.read_bytes(), url), document_id(url), fetch, ParseConfig())
-        base.extend(r["text"] for r in nodes.components + nodes.subcomponents)
-    out, copy = [], 0
-    while len(out) < n:
-        out.extend(f"{text} (copy {copy})" for text in base)
-        copy += 1
-    return out[:n]
 
 
 def site_images() -> list:

@@ -28,6 +28,7 @@ from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
 from tasks.detect import resolve_weights
 from tasks.edges import resolve_links
 from tasks.embed import load_embedder
+from tasks.isolated import close_pools
 from tasks.pipeline import (
     BatchReport,
     ProcessedBatch,
@@ -274,15 +275,18 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     resolved: dict[str, str] = {}
     totals: Counter[str] = Counter()
     tick = time.perf_counter()
-    for number, processed in enumerate(_processed_batches(batches, index, cfg, run_id, seed_hosts), 1):
-        report = write_documents(processed, index, run_id, seen)
-        resolved.update(report.resolved)
-        errors.extend(report.errors)
-        seconds.update(report.seconds)
-        totals.update({"indexed": report.documents, "embedded": report.embedded, "reused": report.reused})
-        log.info("batch %d/%d: %d documents, %d nodes embedded, %d reused (%.1f s)", number, len(batches),
-                 report.documents, report.embedded, report.reused, time.perf_counter() - tick)
-        tick = time.perf_counter()
+    try:
+        for number, processed in enumerate(_processed_batches(batches, index, cfg, run_id, seed_hosts), 1):
+            report = write_documents(processed, index, run_id, seen)
+            resolved.update(report.resolved)
+            errors.extend(report.errors)
+            seconds.update(report.seconds)
+            totals.update({"indexed": report.documents, "embedded": report.embedded, "reused": report.reused})
+            log.info("batch %d/%d: %d documents, %d nodes embedded, %d reused (%.1f s)", number, len(batches),
+                     report.documents, report.embedded, report.reused, time.perf_counter() - tick)
+            tick = time.perf_counter()
+    finally:
+        close_pools()  # the parse workers, if any, end with the batches
 
     if refresh:
         superseded = superseded_documents(by_url, resolved, {r.url for r in pages})

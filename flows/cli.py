@@ -73,7 +73,7 @@ def _settings(args: argparse.Namespace) -> dict:
 def _runner(args: argparse.Namespace) -> dict:
     runner: dict = {}
     for option, key in (("runner", "kind"), ("runner_address", "address"), ("workers", "workers"),
-                        ("gpus_per_batch", "gpus")):
+                        ("gpus_per_batch", "gpus"), ("parse_workers", "parse_workers")):
         if getattr(args, option, None) is not None:
             runner[key] = getattr(args, option)
     return runner
@@ -215,6 +215,9 @@ def _add_runner_options(p: argparse.ArgumentParser) -> None:
                    help="join this cluster (tcp://scheduler:8786, ray://head:10001); default: start a local one")
     p.add_argument("--workers", type=int, help="workers of a local Dask/Ray cluster (default 2)")
     p.add_argument("--gpus-per-batch", type=float, help="Ray: GPUs each batch task requests (e.g. 1)")
+    p.add_argument("--parse-workers", type=int, metavar="N",
+                   help="parse each batch's pages in N processes (default 0: in the batch's process); "
+                        "worth it on many cores, most of all when embedding runs on a GPU")
 
 
 def _add_progress_option(p: argparse.ArgumentParser) -> None:

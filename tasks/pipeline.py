@@ -12,16 +12,14 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
 
-from schemas.ids import digest, document_id, node_id
+from schemas.ids import digest, node_id
 from tasks import progress
 from tasks.config import BuildSettings
-from tasks.crawl import PAGE_TYPES, PDF_TYPE, FetchResult
+from tasks.crawl import PAGE_TYPES, FetchResult
 from tasks.detect import (
     Detector,
     DetectorConfigError,
@@ -31,10 +29,9 @@ from tasks.detect import (
     resolve_weights,
 )
 from tasks.embed import cache_key, embed_pixels, embed_rows, load_embedder, pixel_key
-from tasks.images import attach_images, check_image
-from tasks.nodes import DocumentNodes, build_nodes
-from tasks.parse_html import ParseError, parse_html
-from tasks.parse_pdf import PdfError, parse_pdf
+from tasks.images import attach_images
+from tasks.nodes import DocumentNodes
+from tasks.parsing import duplicate_row, error_row, parse_documents
 from tasks.rawstore import RawStore
 from tasks.summarize import endpoint_summaries, extractive_summary, seq2seq_summaries
 from tasks.write import IndexStore
@@ -66,21 +63,6 @@ class BatchReport:
     resolved: dict[str, str] = field(default_factory=dict)  # page URL → the document id it now has
 
 
-def error_row(run_id: str, url: str | None, stage: str, reason: str, message: str,
-              *, severity: str = "error", document: str | None = None) -> dict:
-    return {
-        "id": "x" + digest(run_id, url or "", stage, reason, message),
-        "run_id": run_id,
-        "url": url,
-        "document_id": document,
-        "stage": stage,
-        "severity": severity,
-        "reason": reason,
-        "message": message,
-        "created_at": datetime.now(UTC),
-    }
-
-
 def fetch_row(res: FetchResult, run_id: str) -> dict:
     return {
         "id": "f" + digest(res.url),
@@ -110,83 +92,6 @@ def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
             rows.append(error_row(run_id, res.url, "crawl", "unsupported_content_type",
                                   f"{res.content_type} (declared {res.declared_type}) is not an HTML page or a PDF; skipped"))
     return rows
-
-
-def document_id_for(res: FetchResult, canonical: str | None) -> tuple[str, str | None]:
-    """The document id of a fetched page; a canonical URL on another host is not trusted."""
-    final = res.final_url or res.url
-    if canonical and urlsplit(canonical).hostname == urlsplit(final).hostname:
-        return document_id(canonical), None
-    warning = f"canonical_ignored: {canonical} is on another host than {final}" if canonical else None
-    return document_id(final), warning
-
-
-def store_pdf_images(page, raw: RawStore) -> None:
-    """Put the images a PDF embeds into the raw store; their components keep the key."""
-    for comp in page.components:
-        if comp.image_data is None:
-            continue
-        check = check_image(comp.image_data, comp.image_mime)
-        if check.error:
-            page.warnings.append(f"{check.error}: image on page {comp.page}: {check.message}")
-        else:
-            comp.image_key = raw.put(comp.image_data)
-            comp.image_mime, comp.width, comp.height = check.mime, check.width, check.height
-        comp.image_data = None
-
-
-def duplicate_row(run_id: str, url: str, doc_id: str) -> dict:
-    return error_row(run_id, url, "parse", "duplicate_document",
-                     f"same canonical URL as a page already indexed in this run ({doc_id})",
-                     severity="warning", document=doc_id)
-
-
-def parse_documents(results: list[FetchResult], raw: RawStore, settings: BuildSettings,
-                    run_id: str) -> tuple[list[DocumentNodes], list[dict]]:
-    """Parse the batch's pages into node rows; a page that fails becomes an error row. A second page
-    with the same document id in the batch is skipped (``write_batch`` does the same across batches)."""
-    docs: list[DocumentNodes] = []
-    errors: list[dict] = []
-    seen: set[str] = set()
-    for res in results:
-        if not res.ok or res.content_type not in PAGE_TYPES:
-            continue
-        pdf = res.content_type == PDF_TYPE
-        try:
-            if pdf:
-                page = parse_pdf(raw.get(res.raw_key), res.final_url or res.url, settings.parse)
-            else:
-                page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)
-        except ParseError as exc:
-            reason = exc.reason if isinstance(exc, PdfError) else "unparsable_html"
-            errors.append(error_row(run_id, res.url, "parse", reason, str(exc)))
-            continue
-        except Exception as exc:  # a parser bug must not sink the batch: record it with the page
-            log.exception("parse of %s failed", res.url)
-            errors.append(error_row(run_id, res.url, "parse", "parser_exception", f"{type(exc).__name__}: {exc}"))
-            continue
-        if not page.components:  # often a script-rendered page; keep what an earlier build indexed
-            what = "a text layer or images in the PDF" if pdf else "paragraphs, tables or images in the HTML"
-            reason = "no_text_layer" if pdf and any(w.startswith("no_text_layer") for w in page.warnings) \
-                else "no_content"
-            errors.append(error_row(run_id, res.url, "parse", reason, f"found no {what}; document skipped"))
-            continue
-        store_pdf_images(page, raw)
-        doc_id, warning = document_id_for(res, page.canonical_url)
-        if warning:
-            page.warnings.append(warning)
-            page.canonical_url = None
-        if doc_id in seen:
-            errors.append(duplicate_row(run_id, res.url, doc_id))
-            continue
-        seen.add(doc_id)
-        nodes = build_nodes(page, doc_id, res, settings.parse)
-        for warning in page.warnings:
-            reason, _, message = warning.partition(": ")
-            errors.append(error_row(run_id, res.url, "parse", reason, message or reason,
-                                    severity="warning", document=doc_id))
-        docs.append(nodes)
-    return docs, errors
 
 
 def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings, store: IndexStore,
@@ -331,7 +236,7 @@ def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSet
     store = IndexStore(index_dir)
     bars = progress.current()
     with times.stage("parse"):
-        docs, errors = parse_documents(results, raw, settings, run_id)
+        docs, errors = parse_documents(results, index_dir, settings, run_id)
     bars.advance("parse", len(results))
     components = [c for d in docs for c in d.components]
     with times.stage("images"):

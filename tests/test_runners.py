@@ -1,4 +1,5 @@
-"""The same build on the local runner, a local Dask cluster and a local Ray instance: same tables."""
+"""The same build on the local runner, with parse worker processes, on a local Dask cluster and on a
+local Ray instance: same tables."""
 
 from __future__ import annotations
 
@@ -36,15 +37,15 @@ def builds(tmp_path_factory, prefect_harness):
     with SiteServer(port=0) as site:
         seeds = tmp / "seeds.txt"
         seeds.write_text("\n".join(site.seeds()) + "\n")
-        for kind in ("local", "dask", "ray"):
-            settings = {"embed": {"device": "cpu", "threads": 1}, "batch_documents": 4,
-                        "runner": {"kind": kind, "workers": 2}}
+        for kind in ("local", "dask", "ray", "parse-workers"):
+            runner = {"kind": "local", "parse_workers": 2} if kind == "parse-workers" else {"kind": kind, "workers": 2}
+            settings = {"embed": {"device": "cpu", "threads": 1}, "batch_documents": 4, "runner": runner}
             summary = build_index(seeds=str(seeds), index=str(tmp / kind), settings=settings)
             out[kind] = (tmp / kind, summary)
     return out
 
 
-@pytest.mark.parametrize("kind", ["dask", "ray"])
+@pytest.mark.parametrize("kind", ["dask", "ray", "parse-workers"])
 def test_cluster_runner_builds_the_same_tables(builds, kind):
     local_index, local = builds["local"]
     index, summary = builds[kind]
@@ -82,11 +83,13 @@ def test_cli_runner_options_become_runner_settings():
     from flows.cli import _runner
     from tasks.config import BuildSettings
 
-    args = argparse.Namespace(runner="ray", runner_address="ray://head:10001", workers=3, gpus_per_batch=1.0)
+    args = argparse.Namespace(runner="ray", runner_address="ray://head:10001", workers=3, gpus_per_batch=1.0,
+                              parse_workers=4)
     runner = _runner(args)
-    assert runner == {"kind": "ray", "address": "ray://head:10001", "workers": 3, "gpus": 1.0}
+    assert runner == {"kind": "ray", "address": "ray://head:10001", "workers": 3, "gpus": 1.0, "parse_workers": 4}
     assert BuildSettings(runner=runner).runner.gpus == 1.0
-    assert _runner(argparse.Namespace(runner=None, runner_address=None, workers=None, gpus_per_batch=None)) == {}
+    assert _runner(argparse.Namespace(runner=None, runner_address=None, workers=None, gpus_per_batch=None,
+                                      parse_workers=None)) == {}
 
 
 def test_ray_batches_request_the_configured_gpus():
