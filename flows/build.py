@@ -35,6 +35,7 @@ from tasks.pipeline import (
     crawl_errors,
     fetch_row,
     process_batch,
+    prune_embedding_cache,
     reembed_index,
     superseded_documents,
     write_batch,
@@ -138,6 +139,11 @@ def _collect(batch: list[FetchResult], future, bars) -> ProcessedBatch:
 @task(name="resolve-links", cache_policy=NO_CACHE)
 def resolve_link_edges(index: str) -> dict:
     return resolve_links(IndexStore(index))
+
+
+@task(name="prune-embedding-cache", cache_policy=NO_CACHE)
+def prune_cache(index: str, embedder: dict, slack: float) -> int:
+    return prune_embedding_cache(index, embedder["model_id"], embedder["image_mode"], slack)
 
 
 @task(name="build-search-indexes", cache_policy=NO_CACHE)
@@ -294,6 +300,10 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         changes["removed"] += len(superseded)
 
     tick = time.perf_counter()
+    pruned = prune_cache(index, embedder, cfg.embed.cache_slack)
+    seconds["prune_cache"] += time.perf_counter() - tick
+
+    tick = time.perf_counter()
     links = resolve_link_edges(index)
     seconds["resolve_links"] += time.perf_counter() - tick
     changed = not refresh or totals["indexed"] or changes["removed"] or links["changed"]
@@ -317,6 +327,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         "documents_indexed": totals["indexed"],
         "embedded": totals["embedded"],
         "reused_vectors": totals["reused"],
+        "cache_pruned": pruned,
         "links": links,
         "changes": dict(changes),
         "counts": stats,

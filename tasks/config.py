@@ -84,6 +84,10 @@ class EmbedConfig(BaseModel):
     batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 64 on CPU, 256 on GPU.")
     threads: int = Field(0, ge=0, description="torch CPU threads; 0 leaves torch's default.")
     max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")
+    cache_slack: float = Field(
+        0.25, ge=0, description="The embedding cache (vectors by content, reused by refreshes) is pruned "
+        "to what the current nodes were embedded from once it holds more than (1 + slack) x the nodes.",
+    )
 
     _check_device = field_validator("device")(classmethod(lambda cls, v: _device(v)))
 

@@ -157,7 +157,8 @@ def split_by_modality(nodes: list[dict], image_mode: str) -> tuple[list[dict], l
         if node["kind"] == "image" and node["id"] in keys:
             pixel_rows.append((node, keys[node["id"]], None))
         elif node["kind"] == "object" and node["parent_id"] in keys:
-            pixel_rows.append((node, keys[node["parent_id"]], node["bbox"]))
+            # boxes are rounded to 0.1 px when made; rounding again undoes the float32 of a stored row
+            pixel_rows.append((node, keys[node["parent_id"]], [round(v, 1) for v in node["bbox"]]))
         else:
             text_rows.append(node)
     return text_rows, pixel_rows
@@ -323,6 +324,35 @@ def superseded_documents(by_url: dict[str, str], resolved: dict[str, str], repar
     live = set(resolved.values()) | {doc for url, doc in by_url.items() if url not in reparsed}
     old = {by_url[url] for url in reparsed if url in by_url and resolved.get(url, by_url[url]) != by_url[url]}
     return sorted(old - live)
+
+
+def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack: float) -> int:
+    """Delete the embedding cache's vectors that no current node was embedded from, once the cache
+    holds more than ``(1 + slack)`` × the node count; returns how many were deleted.
+
+    Reads the node tables' texts (and image keys when images are embedded from pixels)."""
+    store = IndexStore(index_dir)
+    cache = store.table("embeddings")
+    nodes = sum(store.table(name).count_rows() for name in ("documents", "components", "subcomponents"))
+    if cache.count_rows() <= (1 + slack) * nodes:
+        return 0
+    live: set[str] = set()
+    visual: list[dict] = []
+    columns = ["id", "kind", "text", "parent_id", "image_key", "image_mime", "bbox"]
+    for name in ("documents", "components", "subcomponents"):
+        tbl = store.table(name)
+        data = tbl.search().select([c for c in columns if c in tbl.schema.names]).limit(None).to_arrow()
+        live.update(cache_key(model_id, text or "") for text in data.column("text").to_pylist())
+        if image_mode == "pixels" and name != "documents":
+            kinds = data.column("kind").to_pylist()
+            rows = data.filter(pa.array([k in ("image", "object") for k in kinds])).to_pylist()
+            visual.extend({**r, "image_key": r.get("image_key"), "image_mime": r.get("image_mime")} for r in rows)
+    _, pixel_rows = split_by_modality(visual, image_mode)
+    live.update(pixel_key(model_id, image_key, bbox) for _, image_key, bbox in pixel_rows)
+    stale = [key for key in cache.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
+             if key not in live]
+    store.delete_ids("embeddings", stale)
+    return len(stale)
 
 
 def reembed_index(index_dir: str, embedder) -> int:

@@ -176,6 +176,11 @@ class IndexStore:
             self.table(name).delete(f"document_id IN ({ids})")
         self.table("documents").delete(f"id IN ({ids})")
 
+    def delete_ids(self, name: str, ids: list[str], chunk: int = 2000) -> None:
+        """Delete a table's rows by id, a chunk of ids per statement."""
+        for start in range(0, len(ids), chunk):
+            self.table(name).delete(f"id IN ({_sql_list(ids[start : start + chunk])})")
+
     def previous_fetches(self) -> dict[str, dict]:
         """The last ``fetches`` row of every URL (for conditional requests)."""
         tbl = self.table("fetches")

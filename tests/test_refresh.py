@@ -187,3 +187,49 @@ def test_superseded_documents_are_only_those_no_page_holds():
     assert superseded_documents(before, after, {"/a", "/b", "/c", "/d"}) == ["A"]  # S is still /e's
     assert superseded_documents(before, {**after, "/e": "D2"}, {"/a", "/b", "/c", "/d", "/e"}) == ["A", "S"]
     assert superseded_documents(before, {"/a": "B"}, {"/a"}) == ["A"]  # /a now names /b's document
+
+
+def test_the_embedding_cache_is_pruned_to_what_the_nodes_were_embedded_from(server, tmp_path, prefect_harness):
+    from flows.build import build_index, refresh_index
+    from tasks.embed import cache_key
+
+    s = server
+    s.routes["/a"] = Route(body=page("A", "<p>Rye bread is dense. It keeps for days.</p>"))
+    s.routes["/b"] = Route(body=page("B", "<p>Baguettes are long. They are crisp.</p>"))
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"{s.url('/a')}\n{s.url('/b')}\n")
+    index = str(tmp_path / "index")
+    settings = {**SETTINGS, "embed": {**SETTINGS["embed"], "cache_slack": 0}}
+    first = build_index(seeds=str(seeds), index=index, settings=settings)
+    model = first["embedder"]["model_id"]
+
+    def cache_and_nodes() -> tuple[set[str], set[str]]:
+        opened = laminae.open(index)
+        texts = [t for name in ("documents", "components", "subcomponents")
+                 for t in opened.table(name).to_arrow().column("text").to_pylist()]
+        cache = set(opened.table("embeddings").to_arrow().column("id").to_pylist())
+        return cache, {cache_key(model, t or "") for t in texts}
+
+    assert first["cache_pruned"] == 0
+    s.routes["/a"] = Route(body=page("A", "<p>Rye bread is heavy. It keeps for a week.</p>"))
+    edited = refresh_index(index=index)
+    assert edited["embedded"] > 0 and edited["cache_pruned"] > 0
+    cache, live = cache_and_nodes()
+    assert cache == live  # the old sentences' vectors are gone, every current one is kept
+    again = refresh_index(index=index)
+    assert again["embedded"] == 0 and again["cache_pruned"] == 0
+
+
+def test_a_stored_object_box_gives_the_key_it_was_embedded_under():
+    import pyarrow as pa
+
+    from tasks.embed import pixel_key
+    from tasks.pipeline import split_by_modality
+
+    image = {"id": "c1", "kind": "image", "image_key": "k", "image_mime": "image/png"}
+    fresh = {"id": "s1", "kind": "object", "parent_id": "c1", "bbox": [12.3, 40.1, 99.7, 120.9]}
+    stored = {**fresh, "bbox": pa.array([fresh["bbox"]], pa.list_(pa.float32())).to_pylist()[0]}
+    assert stored["bbox"] != fresh["bbox"]  # float32 in the table
+    keys = [pixel_key("m", image_key, bbox) for row in (fresh, stored)
+            for _, image_key, bbox in split_by_modality([image, row], "pixels")[1] if bbox]
+    assert keys[0] == keys[1]
