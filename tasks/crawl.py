@@ -32,6 +32,8 @@ TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
 PAGE_TYPES = HTML_TYPES | {PDF_TYPE}  # what becomes a document
+ROBOTS_TTL = 3600.0  # seconds a robots.txt answer serves later crawlers in this process (image batches)
+_ROBOTS: dict[str, tuple[float, RobotFileParser | None]] = {}
 _SKIP_LINK_SUFFIXES = (
     ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
     ".mp3", ".mp4", ".avi", ".mov", ".woff", ".woff2", ".ttf", ".exe", ".dmg", ".iso",
@@ -222,6 +224,9 @@ class Crawler:
         origin = f"{parts.scheme}://{parts.netloc}"
         lock = self._robots_locks.setdefault(origin, asyncio.Lock())
         async with lock:
+            cached = _ROBOTS.get(origin)
+            if origin not in self._robots and cached and time.monotonic() - cached[0] < ROBOTS_TTL:
+                self._robots[origin] = cached[1]
             if origin not in self._robots:
                 parser: RobotFileParser | None = None
                 try:
@@ -233,6 +238,7 @@ class Crawler:
                 except httpx.HTTPError as exc:  # unreachable robots.txt: crawl as if none
                     log.debug("robots.txt for %s unreadable: %s", origin, exc)
                 self._robots[origin] = parser
+                _ROBOTS[origin] = (time.monotonic(), parser)
             return self._robots[origin]
 
     async def _allowed(self, url: str) -> bool:
@@ -435,8 +441,10 @@ async def crawl_async(
     """Fetch the seeds, then breadth-first in-scope links up to ``cfg.follow_links`` deep.
 
     ``previous`` (URL → the last ``fetches`` row) makes requests conditional (ETag,
-    Last-Modified); a 304 answer carries the previous raw key, type and final URL.
+    Last-Modified); a 304 answer carries the previous raw key, type and final URL. A crawl of
+    pages starts with fresh robots.txt answers, which the image fetches of its batches reuse.
     """
+    _ROBOTS.clear()
     previous = previous or {}
     seed_hosts = {host_of(s.url) for s in seeds}
     results: list[FetchResult] = []

@@ -106,6 +106,36 @@ def test_robots_txt(server, tmp_path):
     assert run(server, ["/private/p"], tmp_path, respect_robots=False)["/private/p"].ok
 
 
+def test_image_batches_of_a_run_reuse_its_robots_txt_answer(server, tmp_path):
+    from tasks.crawl import fetch_images, host_of
+    from tasks.synthetic_pdf import png
+
+    asked = []
+
+    def robots(h):
+        asked.append(h.path)
+        body = b"User-agent: *\nDisallow: /private/\n"
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    server.routes["/robots.txt"] = robots
+    server.routes["/p"] = Route(body=page("P", "<p>p</p>"))
+    server.routes["/a.png"] = Route(body=png(), content_type="image/png")
+    server.routes["/private/b.png"] = Route(body=png(), content_type="image/png")
+    assert run(server, ["/p"], tmp_path)["/p"].ok and len(asked) == 1
+    hosts = {host_of(server.url("/p"))}
+    for _ in range(2):  # two batches of the run
+        got = fetch_images([server.url("/a.png"), server.url("/private/b.png")], fast(), RawStore(tmp_path), hosts)
+        assert got[server.url("/a.png")].ok
+        assert got[server.url("/private/b.png")].error == "robots_disallowed"
+    assert len(asked) == 1
+    run(server, ["/p"], tmp_path)  # the next run asks again
+    assert len(asked) == 2
+
+
 def test_follow_links_stays_in_scope_and_depth(server, tmp_path):
     other = f"http://localhost:{server.httpd.server_address[1]}"
     server.routes["/s"] = Route(body=page("S", f"<p><a href='/p2'>2</a> <a href='https://example.invalid/x'>x</a> "
