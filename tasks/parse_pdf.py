@@ -77,14 +77,13 @@ def _join_lines(lines: list[str]) -> str:
 def _page_blocks(page, number: int, textpage, cfg: ParseConfig,
                  warnings: list[str]) -> tuple[list[_Block], list[_Block], list[tuple]]:
     """Text blocks (split where the font size changes or a wide gap opens), image blocks, and the
-    boxes of straight vector strokes and fills (lines are thin boxes)."""
+    boxes of vector paths ``(x0, y0, x1, y1, stroked, is_rectangle)``; lines are thin rectangles."""
     out: list[_Block] = []
     images: list[_Block] = []
     rules: list[tuple] = []
     for block in page.get_text("dict", textpage=textpage)["blocks"]:
         if block["type"] == 3:
-            if block.get("isrect"):
-                rules.append((*block["bbox"], block.get("stroked", True)))
+            rules.append((*block["bbox"], block.get("stroked", True), bool(block.get("isrect"))))
             continue
         if block["type"] == 1:
             image = _image_block(block, number, cfg, warnings)
@@ -226,7 +225,9 @@ def _segments(rules: list[tuple]) -> tuple[list[tuple], list[tuple]]:
     straight strokes and boxes; ``shaded`` marks the sides of a filled box."""
     hs: list[tuple] = []
     vs: list[tuple] = []
-    for x0, y0, x1, y1, stroked in rules:
+    for x0, y0, x1, y1, stroked, rect in rules:
+        if not rect:
+            continue
         w, h = x1 - x0, y1 - y0
         if h <= SNAP < w:
             hs.append(((y0 + y1) / 2, x0, x1, False))
@@ -286,35 +287,41 @@ def _grid(hs: list[tuple], vs: list[tuple]) -> _Grid | None:
     table), else None."""
     rows, cols = _lines(hs), _lines(vs)
     ys, xs = sorted(rows), sorted(cols)
-    if len(ys) < 2 or len(xs) < 2:
+    if len(ys) < 3 or len(xs) < 3:  # one row or one column: a frame or a box, for find_tables to judge
         return None
     if all(_spans(rows[y], xs[0], xs[-1]) for y in ys) and all(_spans(cols[x], ys[0], ys[-1]) for x in xs):
         return _Grid(xs, ys)
     return None
 
 
-def _table_areas(rules: list[tuple]) -> tuple[list[_Grid], list[tuple]]:
-    """The page's regular ruled grids, and the areas of ruling that only ``find_tables`` can read
-    (merged cells, shading, partial lines).
+def _table_areas(rules: list[tuple]) -> tuple[list[_Grid], tuple | None]:
+    """The page's regular ruled grids, and the one area of ruling that only ``find_tables`` can
+    read (merged cells, shading, partial lines, curved paths), or None.
 
     Only horizontal rules (underlines, a line under a header) or only vertical ones cannot make
     a grid, so such pages have neither."""
     if len(rules) < 4:
-        return [], []
+        return [], None
     if len(rules) > MAX_RULES:
-        return [], [_around([r[:4] for r in rules])]
+        return [], _around([r[:4] for r in rules])
+    curves = [r[:4] for r in rules if not r[5]]
     grids: list[_Grid] = []
-    areas: list[tuple] = []
+    irregular: list[tuple] = []
     for ch, cv in _clusters(*_segments(rules)):
         grid = None if any(s[3] for s in ch + cv) else _grid(ch, cv)
-        if grid is not None:
+        if grid is not None and not any(_overlap(grid.bbox, c) for c in curves):
             grids.append(grid)
         else:
-            areas.append(_around([(x0, y, x1, y) for y, x0, x1, _ in ch] + [(x, y0, x, y1) for x, y0, y1, _ in cv]))
-    return grids, areas
+            irregular += [(x0, y, x1, y) for y, x0, x1, _ in ch] + [(x, y0, x, y1) for x, y0, y1, _ in cv]
+    return grids, _around(irregular) if irregular else None
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _around(boxes: list[tuple]) -> tuple[float, float, float, float]:
+    """The box around ``boxes``, 4 points wider on every side."""
     return (min(b[0] for b in boxes) - 4, min(b[1] for b in boxes) - 4,
             max(b[2] for b in boxes) + 4, max(b[3] for b in boxes) + 4)
 
@@ -355,19 +362,20 @@ def _cell_text(words: list, cell) -> str:
     return " ".join(w[4] for w in _words_in(words, cell))
 
 
-def _tables(page, number: int, grids: list[_Grid], areas: list[tuple], words: _Words) -> list[_Block]:
+def _tables(page, number: int, grids: list[_Grid], area: tuple | None, words: _Words) -> list[_Block]:
     """Table blocks: regular grids read straight from the page's words, other ruling by
-    ``find_tables``."""
+    ``find_tables`` (one call over the area around all of it)."""
     import pymupdf
 
     found: list[tuple[tuple, list[tuple[list[str], tuple[float, float]]]]] = []
     for grid in grids:
         found.append((grid.bbox, _grid_rows(grid, words())))
-    for area in areas:
-        for tab in page.find_tables(clip=pymupdf.Rect(area), use_layout=False).tables:
-            inside = _words_in(words(), tab.bbox)
-            found.append((tuple(tab.bbox), [([_cell_text(inside, c) if c else "" for c in row.cells],
-                                             (row.bbox[1], row.bbox[3])) for row in tab.rows]))
+    for tab in page.find_tables(clip=pymupdf.Rect(area), use_layout=False).tables if area else []:
+        if any(_inside(tab.bbox, grid.bbox) for grid in grids):
+            continue  # a regular grid inside the area, read above
+        inside = _words_in(words(), tab.bbox)
+        found.append((tuple(tab.bbox), [([_cell_text(inside, c) if c else "" for c in row.cells],
+                                         (row.bbox[1], row.bbox[3])) for row in tab.rows]))
     return [block for bbox, rows in sorted(found, key=lambda f: (f[0][1], f[0][0]))
             if (block := _table_block(number, bbox, rows)) is not None]
 
@@ -522,14 +530,16 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPa
                 textpage = page.get_textpage(flags=_text_flags(page, number, warnings))
                 blocks, images, rules = _page_blocks(page, number, textpage, cfg, warnings)
                 words = _Words(page, textpage)
-                grids, areas = _table_areas(rules) if cfg.pdf_tables and blocks else ([], [])
-                extra = (_tables(page, number, grids, areas, words) if grids or areas else [], images,
+                grids, area = _table_areas(rules) if cfg.pdf_tables and blocks else ([], None)
+                extra = (_tables(page, number, grids, area, words) if grids or area else [], images,
                          _links(page, url, words))
             except Exception as exc:  # one unreadable page must not lose the others
                 warnings.append(f"page_unreadable: page {number}: {type(exc).__name__}: {exc}")
                 unreadable += 1
-                widths.append(widths[-1] if widths else 612.0)
-                heights.append(heights[-1] if heights else 792.0)
+                blocks, extra = [], ([], [], [])  # what a later step had made of the page is dropped too
+                if len(widths) < number:  # the page's size was not read
+                    widths.append(widths[-1] if widths else 612.0)
+                    heights.append(heights[-1] if heights else 792.0)
             pages.append(blocks)
             extras.append(extra)
         if unreadable == doc.page_count:

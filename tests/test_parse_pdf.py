@@ -331,11 +331,9 @@ def test_regular_grids_are_read_without_find_tables_and_match_it(monkeypatch):
         (["Year", "Trips"], [["2023", "1,200"], ["2024", "1,350"], ["2025", ""]]),
         (["Depot", "Buses"], [["North", "31"]]),  # the right column is read after the left
     ]
-    areas = module._table_areas
-    monkeypatch.setattr(module, "_table_areas", lambda rules: ([], [
-        *areas(rules)[1], *((g.xs[0] - 4, g.ys[0] - 4, g.xs[-1] + 4, g.ys[-1] + 4) for g in areas(rules)[0])]))
+    monkeypatch.setattr(module, "_table_areas", lambda rules: ([], module._around([r[:4] for r in rules])))
     slow = _tables_of(body)
-    assert len(calls) == 3
+    assert len(calls) == 1  # one call over the page's ruling
     assert [t[:2] for t in slow] == [t[:2] for t in fast]  # find_tables reads the same cells and rows
     for (*_, box, _), (*_, ref, _) in zip(fast, slow, strict=True):
         # a stroked border's box includes its line width (1 pt here); find_tables gives the centre line
@@ -354,7 +352,72 @@ def test_merged_cells_and_shading_are_left_to_find_tables(monkeypatch):
     original = pymupdf.Page.find_tables
     monkeypatch.setattr(pymupdf.Page, "find_tables", lambda self, *a, **k: calls.append(k) or original(self, *a, **k))
     tables = _tables_of(w.tobytes())
-    assert len(calls) == 2
+    assert len(calls) == 1  # one find_tables call for all the irregular ruling of a page
     assert tables[0][0] == ["Route", "From", "To"]
     assert tables[0][1][0][:2] == ["Loop", "Harbour and back"] and tables[0][1][1] == ["7", "Mill", "Quay"]
     assert tables[1][:2] == (["Shift", "Crew"], [["Early", "4"], ["Late", "6"]])
+
+
+def test_a_framed_column_of_paragraphs_is_not_a_table():
+    w = PdfWriter()
+    w.page.draw_rect((50, 80, 560, 700))
+    for y in (200, 330, 460):
+        w.page.draw_line((50, y), (560, y))
+    w.page.insert_text((60, 100), "Notes from the guild", fontsize=14)
+    for i, y in enumerate((130, 230, 360, 490)):
+        w.page.insert_textbox((60, y, 550, y + 60), f"Note {i}: {LOREM[:150]}", fontsize=10)
+    page = parse_pdf(w.tobytes(), URL)
+    assert "table" not in {c.kind for c in page.components}
+    assert sum(1 for c in page.components if c.text.startswith("Note ")) == 4
+
+
+def test_a_page_of_filled_bars_costs_one_table_finder_call(monkeypatch):
+    import pymupdf
+
+    w = PdfWriter()
+    w.paragraph("A bar chart drawn as filled boxes.")
+    for i in range(60):
+        w.page.draw_rect((60 + i * 8, 400 - i * 3, 66 + i * 8, 400), color=None, fill=(0.2, 0.4, 0.8))
+    calls: list = []
+    original = pymupdf.Page.find_tables
+    monkeypatch.setattr(pymupdf.Page, "find_tables", lambda self, *a, **k: calls.append(k) or original(self, *a, **k))
+    parse_pdf(w.tobytes(), URL)
+    assert len(calls) == 1
+
+
+def test_a_grid_crossed_by_a_curved_path_is_left_to_find_tables(monkeypatch):
+    import pymupdf
+
+    w = PdfWriter()
+    w.paragraph("A table with a hand-drawn mark across it.")
+    _ruled(w.page, 56, 150, [["Loaf", "Price"], ["Rye", "6.20"], ["Bun", "0.90"]])
+    w.page.draw_bezier((60, 160), (120, 120), (150, 220), (200, 190))
+    calls: list = []
+    original = pymupdf.Page.find_tables
+    monkeypatch.setattr(pymupdf.Page, "find_tables", lambda self, *a, **k: calls.append(k) or original(self, *a, **k))
+    tables = _tables_of(w.tobytes())
+    assert len(calls) == 1
+    assert [t[:2] for t in tables] == [(["Loaf", "Price"], [["Rye", "6.20"], ["Bun", "0.90"]])]
+
+
+def test_a_page_that_fails_late_is_skipped_and_the_others_kept(monkeypatch):
+    import tasks.parse_pdf as module
+
+    body = report_pdf(pages=3, seed=1, table_every=1)
+    whole = parse_pdf(body, URL)
+    real = module._tables
+    failed: list[int] = []
+
+    def failing(page, number, *args):
+        if not failed:
+            failed.append(number)
+            raise RuntimeError("broken content stream")
+        return real(page, number, *args)
+
+    monkeypatch.setattr(module, "_tables", failing)
+    page = parse_pdf(body, URL)
+    assert any(w.startswith(f"page_unreadable: page {failed[0]}: RuntimeError") for w in page.warnings)
+    assert failed[0] not in {c.page for c in page.components}
+    kept = [c for c in whole.components if c.page != failed[0]]
+    # the same components from the other pages (section paths may differ: a lost page's headings)
+    assert len(kept) > 3 and [(c.kind, c.page, c.bbox) for c in page.components] == [(c.kind, c.page, c.bbox) for c in kept]
