@@ -6,7 +6,8 @@ temporary raw store. Times ``tasks.parsing.parse_documents`` (HTML parse, pysbd 
 splitting, table rows, edges: the build's parse stage) over batches of ``--batch`` pages, in the
 calling process and with each ``--workers`` count; starting a pool is timed apart and left out of
 the rate. Best of ``--repeats`` runs each. Prints pages/s, the ratio to in-process parsing and
-whether every worker count made the same nodes.
+whether every worker count made the same document rows and node and edge ids (ids derive from
+content).
 
     python bench/parse_workers.py [--workers 2 4 8] [--batch 64] [--pages DIR] [--no-htmlparser-benchmark]
 """
@@ -59,7 +60,9 @@ def main() -> int:
                 start = time.perf_counter()
                 made = [parse_documents(batch, index, settings, "bench")[0] for batch in batches]
                 best = min(best, time.perf_counter() - start)
-            return best, [d.document["id"] + str(len(d.subcomponents)) for docs in made for d in docs]
+            # node and edge ids derive from their content: equal ids are equal nodes
+            return best, [(d.document, [c["id"] for c in d.components], [x["id"] for x in d.subcomponents],
+                           [e["id"] for e in d.edges]) for docs in made for d in docs]
 
         reference, ref_made = run(0)
         print(f"{'parse_documents':<28} {'pages/s':>9} {'× in-process':>13} {'pool start s':>13}  same nodes")

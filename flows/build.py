@@ -295,7 +295,9 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         close_pools()  # the parse workers, if any, end with the batches
 
     if refresh:
-        superseded = superseded_documents(by_url, resolved, {r.url for r in pages})
+        reparsed = {r.url for r in pages}
+        failed = {r.url for r in results if not r.ok and r.error not in GONE} | (reparsed - set(resolved))
+        superseded = superseded_documents(by_url, resolved, reparsed, failed - set(by_url))
         store.delete_documents(superseded)
         changes["removed"] += len(superseded)
 

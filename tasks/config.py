@@ -148,9 +148,9 @@ class RunnerConfig(BaseModel):
     workers: int = Field(2, ge=1, description="Workers of a local cluster (one model is loaded per worker).")
     gpus: float = Field(0, ge=0, description="Ray: GPUs each batch task requests (e.g. 1 with --device cuda).")
     parse_workers: int = Field(
-        0, ge=0, description="Processes that parse each batch's pages (HTML and PDF parsing, sentence "
-        "splitting) in parallel; 0 parses in the batch's own process. Parsing is the slow stage once "
-        "embedding runs on a GPU: give it the spare cores.",
+        0, ge=0, description="Local runner: processes that parse each batch's pages (HTML and PDF parsing, "
+        "sentence splitting) in parallel; 0 parses in the flow's process. Parsing is the slow stage once "
+        "embedding runs on a GPU: give it the spare cores. Dask and Ray ignore it (batches run in parallel).",
     )
 
 

@@ -3,8 +3,9 @@
 Reads and writes nothing itself. ``WorkerPool.map`` runs a module-level function over argument
 tuples in spawned processes (no fork of a process that holds threads, torch or a Prefect client)
 and returns the results in order. When a worker dies (a parser segfault, the OOM killer), the pool
-is replaced and the calls that had not finished are run again one at a time, so the call that
-kills a worker again gets a ``WorkerCrash`` and every other call its result.
+is replaced and the calls that had not finished are run again together; if a worker dies again,
+they are run one at a time, so the call that kills a worker gets a ``WorkerCrash`` and every
+other call its result.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import atexit
 import multiprocessing
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-TASKS_PER_CHILD = 1000  # a worker is replaced after this many calls, so leaks in native parsers stay bounded
+# calls a pool serves before its processes are replaced, between two maps (native parsers may
+# leak); ProcessPoolExecutor's own max_tasks_per_child can hang on Python 3.11 (CPython gh-115634)
+CALLS_PER_WORKER = 1000
 
 
 @dataclass
@@ -28,19 +31,25 @@ class WorkerCrash:
     reason: str
 
 
+class _Pending:
+    """Marks a call that has no result yet."""
+
+
 class WorkerPool:
-    """A lazily started pool of ``workers`` spawned processes."""
+    """A lazily started pool of ``workers`` spawned processes; one ``map`` at a time."""
 
     def __init__(self, workers: int) -> None:
         if workers < 1:
             raise ValueError(f"a worker pool needs at least 1 worker, not {workers}")
         self.workers = workers
         self._executor: ProcessPoolExecutor | None = None
+        self._served = 0
+        self._lock = threading.Lock()
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                 max_tasks_per_child=TASKS_PER_CHILD)
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._served = 0
         return self._executor
 
     def _reset(self) -> None:
@@ -48,42 +57,49 @@ class WorkerPool:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
 
+    def _run(self, fn: Callable[..., Any], calls: Sequence[tuple], out: list[Any], todo: list[int]) -> list[int]:
+        """Run the calls at ``todo`` together; returns those whose worker died (the pool is then reset)."""
+        pending = _Pending()
+        futures: list[Future | _Pending] = []
+        try:
+            for i in todo:
+                futures.append(self._pool().submit(fn, *calls[i]))
+        except BrokenProcessPool:
+            futures += [pending] * (len(todo) - len(futures))
+        died = []
+        for i, future in zip(todo, futures, strict=True):
+            try:
+                if isinstance(future, _Pending):
+                    raise BrokenProcessPool
+                out[i] = future.result()
+            except BrokenProcessPool:
+                died.append(i)
+        self._served += len(todo)
+        if died:
+            self._reset()
+        return died
+
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """``fn(*args)`` for each argument tuple, in order; ``WorkerCrash`` where the worker died.
 
         Exceptions that ``fn`` raises are raised here, as from a plain call."""
-        try:
-            futures = [self._pool().submit(fn, *args) for args in calls]
-        except BrokenProcessPool:
-            futures = []
-        out: list[Any] = []
-        pending = _Pending()
-        for future in futures:
-            try:
-                out.append(future.result())
-            except BrokenProcessPool:
-                out.append(pending)
-        out.extend(pending for _ in range(len(calls) - len(futures)))
-        if any(r is pending for r in out):
-            self._reset()
-            for i, r in enumerate(out):
-                if r is not pending:
-                    continue
-                try:
-                    out[i] = self._pool().submit(fn, *calls[i]).result()
-                except BrokenProcessPool as exc:
-                    out[i] = WorkerCrash(str(exc) or "the worker process died")
-                    self._reset()
-        return out
+        with self._lock:
+            if self._served >= CALLS_PER_WORKER * self.workers:
+                self.close()
+            out: list[Any] = [None] * len(calls)
+            died = self._run(fn, calls, out, list(range(len(calls))))
+            if died:
+                died = self._run(fn, calls, out, died)
+            for i in died:
+                if self._run(fn, calls, out, [i]):
+                    out[i] = WorkerCrash("the worker process died (a crash in native code, or out of memory)")
+            return out
 
     def close(self) -> None:
+        """Stop the worker processes; the next ``map`` starts new ones."""
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
-
-
-class _Pending:
-    pass
 
 
 _POOLS: dict[int, WorkerPool] = {}

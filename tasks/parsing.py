@@ -8,7 +8,6 @@ so worker processes start light.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -74,12 +73,12 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
     """Parse the batch's pages into node rows; a page that fails becomes an error row. A second page
     with the same document id in the batch is skipped (``write_batch`` does the same across batches).
 
-    With ``runner.parse_workers`` the pages are parsed in that many worker processes (not inside a
-    daemonic process, such as a Dask worker, which may not start any); a page that kills its
-    worker twice becomes a ``parser_crashed`` error row."""
+    With ``runner.parse_workers`` on the local runner, the pages are parsed in that many worker
+    processes (on Dask and Ray the batches already run in parallel); a page that kills its worker
+    twice becomes a ``parser_crashed`` error row."""
     pages = [r for r in results if r.ok and r.content_type in PAGE_TYPES]
     calls = [(res, index_dir, settings, run_id) for res in pages]
-    if settings.runner.parse_workers and len(pages) > 1 and not multiprocessing.current_process().daemon:
+    if settings.runner.parse_workers and settings.runner.kind == "local" and len(pages) > 1:
         outcomes = worker_pool(settings.runner.parse_workers).map(parse_page, calls)
     else:
         outcomes = [parse_page(*call) for call in calls]
@@ -89,7 +88,7 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
     for res, outcome in zip(pages, outcomes, strict=True):
         if isinstance(outcome, WorkerCrash):
             errors.append(error_row(run_id, res.url, "parse", "parser_crashed",
-                                    f"the parser's process died on this page twice ({outcome.reason}); skipped"))
+                                    f"the parser's process died on this page twice: {outcome.reason}; skipped"))
             continue
         nodes, problems, warnings = outcome
         errors.extend(problems)

@@ -285,7 +285,8 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     for d in batch.docs:
         doc_id = d.document["id"]
         if doc_id in seen:  # written by an earlier batch: drop this copy and the problems it had
-            report.errors = [e for e in report.errors if e["document_id"] != doc_id]
+            report.errors = [e for e in report.errors
+                             if e["document_id"] != doc_id or e["reason"] == "duplicate_document"]
             report.errors.append(duplicate_row(run_id, d.document["url"], doc_id))
             continue
         seen.add(doc_id)
@@ -317,12 +318,20 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     return report
 
 
-def superseded_documents(by_url: dict[str, str], resolved: dict[str, str], reparsed: set[str]) -> list[str]:
+def superseded_documents(by_url: dict[str, str], resolved: dict[str, str], reparsed: set[str],
+                         unsettled: set[str]) -> list[str]:
     """Documents that a re-parsed page no longer resolves to (its canonical URL changed) and that no
-    other page still holds: ``by_url`` before the run, ``resolved`` after it (URL → document id).
-    A page that failed to parse resolves to nothing and keeps its document."""
-    live = set(resolved.values()) | {doc for url, doc in by_url.items() if url not in reparsed}
-    old = {by_url[url] for url in reparsed if url in by_url and resolved.get(url, by_url[url]) != by_url[url]}
+    page still holds.
+
+    ``by_url``: the page each document was recorded with before the run (one per document);
+    ``resolved``: the document each page parsed in this run resolves to; ``reparsed``: the pages
+    fetched anew in this run; ``unsettled``: pages of this run that failed (a transient error, a
+    parse error) and that ``by_url`` does not name. Such a page may share any document, so while
+    there is one nothing is superseded (the next refresh tries again)."""
+    if unsettled:
+        return []
+    live = set(resolved.values()) | {doc for url, doc in by_url.items() if url not in resolved}
+    old = {by_url[url] for url in reparsed if url in by_url and url in resolved and resolved[url] != by_url[url]}
     return sorted(old - live)
 
 

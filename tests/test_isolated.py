@@ -43,6 +43,19 @@ def test_a_call_that_kills_its_worker_gets_a_crash_and_the_others_their_results(
         pool.close()
 
 
+def test_workers_are_replaced_between_maps_after_their_share_of_calls(monkeypatch):
+    import tasks.isolated as isolated
+
+    monkeypatch.setattr(isolated, "CALLS_PER_WORKER", 2)
+    pool = WorkerPool(1)
+    try:
+        first = set(pool.map(os.getpid, [()] * 3))
+        second = set(pool.map(os.getpid, [()] * 3))
+        assert len(first) == len(second) == 1 and first != second
+    finally:
+        pool.close()
+
+
 def test_exceptions_are_raised_as_from_a_plain_call():
     pool = WorkerPool(1)
     try:

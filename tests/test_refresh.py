@@ -129,6 +129,12 @@ def test_a_page_whose_canonical_url_changes_leaves_no_old_document(server, tmp_p
     assert merged["changes"]["removed"] == 1
     assert ids() == {document_id(s.url("/p-new"))}
 
+    s.routes["/p"] = Route(status=500, body=b"down")
+    s.routes["/q"] = Route(body=with_canonical("Q", "/q2", "Quiches need a blind-baked crust."))
+    kept = refresh_index(index=index)  # /q leaves the shared document while /p cannot be asked
+    assert kept["status"] == "partial" and kept["changes"]["removed"] == 0
+    assert ids() == {document_id(s.url("/p-new")), document_id(s.url("/q2"))}
+
 
 def test_changing_the_model_moves_the_whole_index_to_a_new_space(server, tmp_path, tiny_clip, prefect_harness):
     import numpy as np
@@ -182,11 +188,16 @@ def test_a_reader_during_a_refresh_sees_old_or_new_never_a_mix(server, tmp_path,
 def test_superseded_documents_are_only_those_no_page_holds():
     from tasks.pipeline import superseded_documents
 
-    before = {"/a": "A", "/b": "B", "/c": "C", "/d": "S", "/e": "S"}
-    after = {"/a": "A2", "/b": "B", "/d": "D2"}  # /a and /d moved; /c failed to parse; /e was not fetched again
-    assert superseded_documents(before, after, {"/a", "/b", "/c", "/d"}) == ["A"]  # S is still /e's
-    assert superseded_documents(before, {**after, "/e": "D2"}, {"/a", "/b", "/c", "/d", "/e"}) == ["A", "S"]
-    assert superseded_documents(before, {"/a": "B"}, {"/a"}) == ["A"]  # /a now names /b's document
+    # as documents_by_url gives it: one recorded page per document (/e shares S but is not named)
+    before = {"/a": "A", "/b": "B", "/c": "C", "/d": "S"}
+    after = {"/a": "A2", "/b": "B", "/d": "D2", "/e": "S"}  # /a and /d moved; /c failed to parse
+    reparsed = {"/a", "/b", "/c", "/d", "/e"}
+    assert superseded_documents(before, after, reparsed, set()) == ["A"]  # S is still /e's
+    assert superseded_documents(before, {**after, "/e": "D2"}, reparsed, set()) == ["A", "S"]
+    assert superseded_documents(before, {"/a": "B"}, {"/a"}, set()) == ["A"]  # /a now names /b's document
+    assert superseded_documents(before, {"/a": "C"}, {"/a", "/c"}, set()) == ["A"]  # /c failed: C stays
+    # /e failed this time (a timeout): it may still hold S, or A; nothing goes
+    assert superseded_documents(before, {"/a": "A2", "/d": "D2"}, {"/a", "/d"}, {"/e"}) == []
 
 
 def test_the_embedding_cache_is_pruned_to_what_the_nodes_were_embedded_from(server, tmp_path, prefect_harness):
