@@ -59,3 +59,28 @@ def test_links_are_attributed_to_sentence_row_and_component():
 
 def test_colspan_cells_are_said_once_in_row_text():
     assert row_text(["A", "B", "C"], ["wide", "wide", "3"]) == "A: wide | C: 3"
+
+
+def test_sentences_are_exactly_what_pysbd_segment_gives():
+    from pathlib import Path
+
+    import pysbd
+
+    from tasks.parse_pdf import parse_pdf
+    from tasks.split import _sentences
+    from tasks.synthetic_pdf import report_pdf
+
+    site = Path(__file__).resolve().parent.parent / "examples" / "site"
+    texts = [c.text for path in sorted(site.glob("*.html"))
+             for c in parse_html(path.read_bytes(), f"http://site.test/{path.name}").components]
+    texts += [c.text for c in parse_pdf(report_pdf(pages=4, seed=3), "http://site.test/r.pdf").components]
+    texts += [
+        "Ha. Ha. Ha. Ha.", "aa. aa. aaa. aa.", "He said: “Stop.” Then he left… Why?", "Dr. Smith met Mr. J. R. Jones Jr. at 5 p.m. on Jan. 3.",
+        "1. Knead. 2. Proof. 3. Bake.", "a) flour b) water c) salt", "Line one\nline two.\n\nNext.", "Tabs\tand\u00a0nbsp. End",
+        "Visit www.example.com. Or e-mail a.b@c.io. Done!", "(Parenthetical. Sentences.) And after.", "", "   ", "No stop",
+        "'Quoted.' 'Again.'", "The U.S. economy grew 3.5% in Q1. Prices rose.", "What?! Really?! Yes.",
+    ]
+    segmenter = pysbd.Segmenter(language="en", clean=False)
+    assert len(texts) > 80
+    for text in texts:
+        assert _sentences(text, "en") == (segmenter.segment(text) if text else []), text
