@@ -409,7 +409,7 @@ def extract_links(body: bytes, base_url: str) -> list[str]:
 
 def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
     """Absolute http(s) targets of a PDF's URI links, for link following (none if it will not open)."""
-    from tasks.parse_html import resolve_href
+    from tasks.parse_pdf import link_target
 
     try:
         import pymupdf
@@ -418,15 +418,10 @@ def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
         with pymupdf.open(stream=body, filetype="pdf") as doc:
             if doc.needs_pass:
                 return []
-            uris = [link.get("uri") or link.get("file") for page in doc for link in page.get_links()]
+            targets = [link_target(link, base_url) for page in doc for link in page.get_links()]
     except Exception:  # a broken PDF is reported by the parse stage, not here
         return []
-    out = []
-    for uri in uris:
-        target = resolve_href(base_url, uri) if uri else None
-        if target and not urlsplit(target).path.lower().endswith(_SKIP_LINK_SUFFIXES):
-            out.append(target)
-    return out
+    return [t for t in targets if t and not urlsplit(t).path.lower().endswith(_SKIP_LINK_SUFFIXES)]
 
 
 async def crawl_async(

@@ -31,10 +31,6 @@ class WorkerCrash:
     reason: str
 
 
-class _Pending:
-    """Marks a call that has no result yet."""
-
-
 class WorkerPool:
     """A lazily started pool of ``workers`` spawned processes; one ``map`` at a time."""
 
@@ -59,25 +55,22 @@ class WorkerPool:
 
     def _run(self, fn: Callable[..., Any], calls: Sequence[tuple], out: list[Any], todo: list[int]) -> list[int]:
         """Run the calls at ``todo`` together; returns those whose worker died (the pool is then reset)."""
-        pending = _Pending()
-        futures: list[Future | _Pending] = []
-        try:
-            for i in todo:
-                futures.append(self._pool().submit(fn, *calls[i]))
-        except BrokenProcessPool:
-            futures += [pending] * (len(todo) - len(futures))
-        died = []
-        for i, future in zip(todo, futures, strict=True):
+        died: list[int] = []
+        submitted: list[tuple[int, Future]] = []
+        for i in todo:
             try:
-                if isinstance(future, _Pending):
-                    raise BrokenProcessPool
+                submitted.append((i, self._pool().submit(fn, *calls[i])))
+            except BrokenProcessPool:  # a worker died while others were being submitted
+                died.append(i)
+        for i, future in submitted:
+            try:
                 out[i] = future.result()
             except BrokenProcessPool:
                 died.append(i)
         self._served += len(todo)
         if died:
             self._reset()
-        return died
+        return sorted(died)
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """``fn(*args)`` for each argument tuple, in order; ``WorkerCrash`` where the worker died.

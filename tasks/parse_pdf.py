@@ -434,13 +434,18 @@ def _inside(inner, outer, slack: float = 2.0) -> bool:
     return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
 
 
+def link_target(link: dict, base_url: str) -> str | None:
+    """The absolute http(s) URL a pymupdf link (``page.get_links()``) points to, if any."""
+    # a relative target ("rye.html") is a launch link with a "file" in pymupdf
+    href = link.get("uri") or link.get("file")
+    return resolve_href(base_url, href) if href else None
+
+
 def _links(page, url: str, words: _Words) -> list[tuple[tuple, str, str]]:
     """(box, target URL, anchor text) of each web link on a page."""
     out = []
     for link in page.get_links():
-        # a relative target ("rye.html") is a launch link with a "file" in pymupdf
-        href = link.get("uri") or link.get("file")
-        target = resolve_href(url, href) if href else None
+        target = link_target(link, url)
         if target:
             rect = link["from"]
             box = (rect.x0, rect.y0, rect.x1, rect.y1)

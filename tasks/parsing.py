@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from schemas.ids import digest, document_id
@@ -104,12 +105,18 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
     return docs, errors
 
 
+@lru_cache(maxsize=8)
+def _raw_store(index_dir: str) -> RawStore:
+    """One raw store per index and process (opening object storage costs a round trip)."""
+    return RawStore(index_dir)
+
+
 def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
                run_id: str) -> tuple[DocumentNodes | None, list[dict], list[dict]]:
     """One fetched page: its nodes (None when it cannot be indexed), error rows and warning rows.
 
     Reads the page's bytes from the index's raw store and adds the images found in a PDF to it."""
-    raw = RawStore(index_dir)
+    raw = _raw_store(index_dir)
     pdf = res.content_type == PDF_TYPE
     try:
         if pdf:

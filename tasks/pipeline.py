@@ -354,8 +354,7 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
         live.update(cache_key(model_id, text or "") for text in data.column("text").to_pylist())
         if image_mode == "pixels" and name != "documents":
             kinds = data.column("kind").to_pylist()
-            rows = data.filter(pa.array([k in ("image", "object") for k in kinds])).to_pylist()
-            visual.extend({**r, "image_key": r.get("image_key"), "image_mime": r.get("image_mime")} for r in rows)
+            visual += data.filter(pa.array([k in ("image", "object") for k in kinds])).to_pylist()
     _, pixel_rows = split_by_modality(visual, image_mode)
     live.update(pixel_key(model_id, image_key, bbox) for _, image_key, bbox in pixel_rows)
     stale = [key for key in cache.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
