@@ -43,6 +43,7 @@ from tasks.pipeline import (
 from tasks.rawstore import RawStore
 from tasks.report import run_markdown, write_report
 from tasks.seeds import Seed, read_seeds
+from tasks.serialize import SERIALIZATION
 from tasks.write import IndexConfigError, IndexStore
 
 log = logging.getLogger("laminae.build")
@@ -79,13 +80,14 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
     if settings.detect.enabled:
         resolve_weights(settings.detect)  # a wrong weights path fails now, not after the crawl
     meta = IndexStore(index).metadata()
-    if reuse and meta and meta.get("embedder"):
+    if reuse and meta and meta.get("embedder") and meta.get("serialization", 1) == SERIALIZATION:
         return {**meta["embedder"], "device": "not loaded"}
     embedder = load_embedder(settings.embed)
     if IndexStore(index).prepare(embedder.info.as_metadata(), reembed=reembed):
         old = (meta or {}).get("embedder", {}).get("model_id")
         count = reembed_index(index, embedder)
-        log.info("moved the index from %s to %s: %d items embedded", old, embedder.model_id, count)
+        log.info("moved the index from %s (serialization %s) to %s (serialization %s): %d items embedded",
+                 old, (meta or {}).get("serialization", 1), embedder.model_id, SERIALIZATION, count)
     return {**embedder.info.as_metadata(), "device": embedder.device}
 
 

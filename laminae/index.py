@@ -25,6 +25,8 @@ from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
                "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
 RRF_K = 60
+FUSION_DEPTH = 100  # candidates each ranked list contributes to a fusion
+MODES = ("auto", "dense", "fts", "hybrid")
 
 
 @dataclass
@@ -244,8 +246,11 @@ class Index:
         g = self.graph
         lay = g.layers[layer]
         rows = np.arange(len(scores)) if rows is None else rows
-        top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
-        top = top[np.lexsort((lay.ids[rows[top]], -scores[top]))]
+        if len(scores) > k:  # every row tied with the k-th best competes on its id
+            top = np.flatnonzero(scores >= scores[np.argpartition(-scores, k - 1)[k - 1]])
+        else:
+            top = np.arange(len(scores))
+        top = top[np.lexsort((lay.ids[rows[top]], -scores[top]))][:k]
         hits = []
         for i in top:
             row = int(rows[i])
@@ -275,11 +280,18 @@ class Index:
         return vectors @ q if rows is None else vectors[rows] @ q
 
     def search(self, query, layer=1, k: int = 10, kinds: Sequence[str] | None = None,
-               documents: Sequence[str] | None = None, mode: str = "dense") -> list[Hit]:
-        """Top-``k`` nodes of one layer by dense similarity, full-text (BM25) or both fused (RRF)."""
+               documents: Sequence[str] | None = None, mode: str = "auto") -> list[Hit]:
+        """Top-``k`` nodes of one layer by dense similarity, full-text (BM25) or both fused (RRF).
+
+        ``mode="auto"`` (the default): for a text query, components (layer 1) come from
+        ``retrieve`` and the other layers from ``hybrid``; a vector query is searched ``dense``.
+        """
         layer = self._layer_number(layer)
-        if mode not in ("dense", "fts", "hybrid"):
-            raise ValueError(f"mode must be dense, fts or hybrid; got {mode!r}")
+        mode = self._mode(query, mode)
+        if mode == "auto":
+            if layer == 1:
+                return self.retrieve(query, k=k, kinds=kinds, documents=documents)
+            mode = "hybrid"
         if mode == "dense":
             rows = self._rows(layer, kinds, documents)
             return self._hits(layer, rows, self._dense(layer, rows, self._query_vector(query)), k)
@@ -290,19 +302,88 @@ class Index:
         if mode == "fts":
             rows = np.array([r for r, _ in fts], dtype=np.int64)
             return self._hits(layer, rows, np.array([s for _, s in fts], dtype=np.float32), k)
-        dense = self.search(query, layer, depth, kinds, documents, mode="dense")
-        fused: dict[int, float] = {}
-        position = self.graph.layers[layer].position
-        for rank, hit in enumerate(dense):
-            fused[position[hit.id]] = fused.get(position[hit.id], 0) + 1 / (RRF_K + rank + 1)
-        for rank, (row, _) in enumerate(fts):
-            fused[row] = fused.get(row, 0) + 1 / (RRF_K + rank + 1)
-        rows = np.array(list(fused), dtype=np.int64)
-        return self._hits(layer, rows, np.array(list(fused.values()), dtype=np.float32), k)
+        rows = self._rows(layer, kinds, documents)
+        scores = self._dense(layer, rows, self._query_vector(query))
+        dense = _ranked(np.arange(len(scores)) if rows is None else rows, scores, depth)
+        rows, fused = rrf([dense, np.array([r for r, _ in fts], dtype=np.int64)])
+        return self._hits(layer, rows, fused, k)
+
+    @staticmethod
+    def _mode(query, mode: str) -> str:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if mode == "auto" and not isinstance(query, str):
+            return "dense"
+        if mode in ("fts", "hybrid") and not isinstance(query, str):
+            raise ValueError(f"mode={mode} needs the query text, not a vector")
+        return mode
+
+    def retrieve(self, query, k: int = 10, documents: Sequence[str] | None = None,
+                 kinds: Sequence[str] | None = None) -> list[Hit]:
+        """The best ``k`` components (paragraphs, tables, images) for a question: the default move.
+
+        Fuses, by reciprocal rank, one dense ranking per component kind (a component scores the
+        best similarity of its sentences, rows or objects; its own vector when it has none; kinds
+        are ranked apart so that short sentences cannot crowd table rows out) with one full-text
+        ranking (BM25 over the subcomponents' search text, which carries the page title, section
+        and caption; a component scores its best match plus half its second). ``documents`` and
+        ``kinds`` restrict the candidates. A hit's ``extra["similarity"]`` is its dense score.
+        A vector query has no full-text side.
+        """
+        rows = self._rows(1, kinds, documents)
+        rows = np.arange(len(self.graph.layers[1].ids)) if rows is None else rows
+        fused_rows, fused, similarity = self._fused_components(query, rows, documents, granularity=2)
+        return self._with_similarity(self._hits(1, fused_rows, fused, k), rows, similarity)
+
+    def _with_similarity(self, hits: list[Hit], rows: np.ndarray, similarity: np.ndarray) -> list[Hit]:
+        position = self.graph.layers[1].position
+        by_row = dict(zip(rows.tolist(), similarity.tolist(), strict=True))
+        for hit in hits:
+            hit.extra["similarity"] = by_row[position[hit.id]]
+        return hits
+
+    def _fused_components(self, query, rows: np.ndarray, documents,
+                          granularity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``retrieve``'s fusion over component ``rows``: (fused rows best first, their fused scores,
+        the dense similarity of every row of ``rows``). Granularity 2 scores a component by its
+        subcomponents (dense max, BM25 over layer 2); granularity 1 by its own vector and text."""
+        comps = self.graph.layers[1]
+        if len(rows) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
+        q = self._query_vector(query)
+        similarity = (self.component_query_max(q[None, :], rows)[:, 0] if granularity == 2
+                      else self._dense(1, rows, q))
+        kinds = comps.kinds[rows]
+        lists = [_ranked(rows[kinds == kind], similarity[kinds == kind], FUSION_DEPTH) for kind in sorted(set(kinds))]
+        if isinstance(query, str):
+            if granularity == 2:
+                lists.append(self._fts_components(query, rows, documents))
+            else:
+                allowed = set(rows.tolist())
+                lists.append(np.array([r for r, _ in self._fts(query, 1, FUSION_DEPTH, None, documents)
+                                       if r in allowed], dtype=np.int64))
+        fused_rows, fused = rrf(lists)
+        return fused_rows, fused, similarity
+
+    def _fts_components(self, text: str, rows: np.ndarray, documents) -> np.ndarray:
+        """Component rows ranked by BM25 over their subcomponents (best match + half the second)."""
+        subs = self.graph.layers[2]
+        matches = self._fts(text, 2, FUSION_DEPTH * 2, None, documents)
+        best: dict[int, list[float]] = {}
+        for row, score in matches:
+            parent = int(subs.parent[row])
+            if parent >= 0:
+                best.setdefault(parent, []).append(score)
+        allowed = set(rows.tolist()) if len(rows) != len(self.graph.layers[1].ids) else None
+        scored = {c: s[0] + 0.5 * (s[1] if len(s) > 1 else 0.0) for c, s in best.items()
+                  if allowed is None or c in allowed}  # scores arrive best first
+        order = sorted(scored, key=lambda c: (-scored[c], c))
+        return np.array(order, dtype=np.int64)
 
     def _fts(self, text: str, layer: int, k: int, kinds, documents) -> list[tuple[int, float]]:
         tbl = self.table(NODE_TABLES[layer])
-        query = tbl.search(text, query_type="fts").select(["id", "_score"]).limit(k)
+        column = "search_text" if "search_text" in tbl.schema.names else "text"
+        query = tbl.search(text, query_type="fts", fts_columns=column).select(["id", "_score"]).limit(k)
         clauses = []
         if kinds is not None:
             clauses.append("kind IN (" + ", ".join(f"'{x}'" for x in kinds) + ")")
@@ -322,28 +403,51 @@ class Index:
 
     # -- FiF -----------------------------------------------------------------------------------
     def documents(self, query, k: int = 10, granularity: int = 0, scope: str = "global",
-                  anchors: Sequence[str] | None = None) -> list[Hit]:
-        """FiF document-level hop: documents scored by max similarity over their layer-g nodes.
+                  anchors: Sequence[str] | None = None, mode: str = "auto") -> list[Hit]:
+        """FiF document-level hop: documents scored through their layer-g nodes.
 
         ``scope="global"``: every document. ``scope="local"``: documents linked from the anchors
         (document ids: from any of their components and subcomponents; component ids: from that
-        component and its sentences/rows).
+        component and its sentences/rows). ``mode="dense"``: max similarity over the layer-g
+        nodes. ``mode="hybrid"`` (what ``auto`` means for a text query): g=0 fuses dense and
+        full-text rankings of the documents; g=1 and g=2 rank documents by their best component in
+        ``retrieve``'s fusion at that granularity (documents without any fused evidence follow,
+        by dense score, with score 0).
         """
         if granularity not in (0, 1, 2):
             raise ValueError(f"granularity must be 0, 1 or 2; got {granularity!r}")
         if scope not in ("global", "local"):
             raise ValueError(f"scope must be global or local; got {scope!r}")
+        mode = self._mode(query, mode)
+        if mode == "fts":
+            raise ValueError("documents() scores with mode dense, hybrid or auto")
         g = self.graph
-        q = self._query_vector(query)
-        lay = g.layers[granularity]
-        if scope == "global":
-            if granularity == 0:
-                return self._hits(0, None, lay.vectors @ q, k)
-            best = group_max(lay.vectors @ q, lay.starts)
-            keep = np.flatnonzero(np.isfinite(best))
-            return self._hits(0, keep, best[keep], k)
+        candidates = self._linked(anchors) if scope == "local" else None
+        if mode == "dense" or (granularity == 0 and mode == "auto" and not isinstance(query, str)):
+            rows, scores = self._dense_documents(self._query_vector(query), granularity, candidates)
+            return self._hits(0, rows, scores, k)
+        doc_ids = None if candidates is None else [str(g.layers[0].ids[d]) for d in candidates]
+        dense_rows, dense_scores = self._dense_documents(self._query_vector(query), granularity, candidates)
+        if granularity == 0:
+            fts = np.array([r for r, _ in self._fts(query, 0, FUSION_DEPTH, None, doc_ids)], dtype=np.int64)
+            rows, fused = rrf([_ranked(dense_rows, dense_scores, FUSION_DEPTH), fts])
+            return self._hits(0, rows, fused, k)
+        comp_rows = g.layers[1].rows_of_documents(candidates) if candidates is not None \
+            else np.arange(len(g.layers[1].ids))
+        fused_rows, fused, _ = self._fused_components(query, comp_rows, doc_ids, granularity)
+        best: dict[int, float] = {}
+        for row, score in zip(g.layers[1].doc[fused_rows].tolist(), fused.tolist(), strict=True):
+            best.setdefault(row, score)  # fused rows come best first
+        rest = [r for r in _ranked(dense_rows, dense_scores, len(dense_rows)).tolist() if r not in best]
+        order = [*best, *rest[:k]]
+        return self._hits(0, np.array(order, dtype=np.int64),
+                          np.array([best.get(r, 0.0) for r in order], dtype=np.float32), k)
+
+    def _linked(self, anchors: Sequence[str] | None) -> np.ndarray:
+        """Document rows linked from the anchors (documents or components)."""
         if not anchors:
             raise ValueError("scope='local' needs anchors: document or component ids")
+        g = self.graph
         linked: set[int] = set()
         for anchor in anchors:
             if anchor in g.doc_position:
@@ -352,22 +456,41 @@ class Index:
                 linked |= g.component_links.get(g.layers[1].position[anchor], set())
             else:
                 raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
-        candidates = np.array(sorted(linked), dtype=np.int64)
+        return np.array(sorted(linked), dtype=np.int64)
+
+    def _dense_documents(self, q: np.ndarray, granularity: int,
+                         candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(document rows, max similarity over their layer-g nodes), documents without nodes left out."""
+        lay = self.graph.layers[granularity]
+        if candidates is None:
+            if granularity == 0:
+                return np.arange(len(lay.ids)), lay.vectors @ q
+            best = group_max(lay.vectors @ q, lay.starts)
+            keep = np.flatnonzero(np.isfinite(best))
+            return keep, best[keep]
         if granularity == 0:
-            return self._hits(0, candidates, lay.vectors[candidates] @ q, k)
+            return candidates, lay.vectors[candidates] @ q
         rows = lay.rows_of_documents(candidates)
         sizes = lay.starts[candidates + 1] - lay.starts[candidates]
         best = group_max(lay.vectors[rows] @ q, np.concatenate([[0], np.cumsum(sizes)]))
         keep = np.isfinite(best)
-        return self._hits(0, candidates[keep], best[keep], k)
+        return candidates[keep], best[keep]
 
-    def components(self, query, documents: Sequence[str], k: int = 10, granularity: int = 1) -> list[Hit]:
+    def components(self, query, documents: Sequence[str], k: int = 10, granularity: int = 1,
+                   mode: str = "auto") -> list[Hit]:
         """FiF component-level hop: components of these documents scored at layer g (1: own vector,
-        2: max over its subcomponents)."""
+        2: max over its subcomponents) with ``mode="dense"``; ``hybrid`` (what ``auto`` means for
+        a text query) is ``retrieve``'s fusion at that granularity, over these documents."""
         if granularity not in (1, 2):
             raise ValueError(f"granularity must be 1 or 2; got {granularity!r}")
-        q = self._query_vector(query)
+        mode = self._mode(query, mode)
+        if mode == "fts":
+            raise ValueError("components() scores with mode dense, hybrid or auto")
         rows = self._rows(1, None, documents)
+        if mode != "dense":
+            fused_rows, fused, similarity = self._fused_components(query, rows, documents, granularity)
+            return self._with_similarity(self._hits(1, fused_rows, fused, k), rows, similarity)
+        q = self._query_vector(query)
         if granularity == 1:
             return self._hits(1, rows, self.graph.layers[1].vectors[rows] @ q, k)
         best = self._component_max(rows, q[None, :])[:, 0]
@@ -451,6 +574,27 @@ class Index:
             edges=[(str(comps.ids[u]), str(comps.ids[v]), s) for (u, v), s in ranked_edges],
             components=hits,
         )
+
+
+def _ranked(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
+    """The ``depth`` best of ``rows`` by ``scores`` (ties by row), best first; -inf never ranks."""
+    keep = np.isfinite(scores)
+    rows, scores = rows[keep], scores[keep]
+    if len(rows) > depth:
+        top = np.argpartition(-scores, depth - 1)[:depth]
+        rows, scores = rows[top], scores[top]
+    return rows[np.lexsort((rows, -scores))]
+
+
+def rrf(rankings: Sequence[np.ndarray], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank fusion: every row scores Σ 1 / (k + rank) over the rankings it appears in
+    (rank from 1). Returns (rows, scores), best first, ties by row."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, row in enumerate(np.asarray(ranking).tolist(), start=1):
+            fused[row] = fused.get(row, 0.0) + 1.0 / (k + rank)
+    rows = np.array(sorted(fused, key=lambda r: (-fused[r], r)), dtype=np.int64)
+    return rows, np.array([fused[r] for r in rows.tolist()], dtype=np.float32)
 
 
 def _crop(image: bytes, bbox: list[float]) -> bytes | None:

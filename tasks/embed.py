@@ -75,6 +75,18 @@ class EmbedderInfo:
         return {"model_id": self.model_id, "dim": self.dim, "image_mode": self.image_mode}
 
 
+def torch_threads(configured: int = 0) -> int:
+    """Set torch's CPU thread count to ``configured`` (0: the cores this process may run on) and
+    return it. Called before every model call: ultralytics lowers the count when it sets up a
+    predictor, which left every later embedding on one core."""
+    import torch
+
+    threads = configured or len(os.sched_getaffinity(0))
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return threads
+
+
 _MODELS: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 
@@ -126,6 +138,7 @@ class TextEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         cut = [t[: self.cfg.max_chars] if t else " " for t in texts]
+        torch_threads(self.cfg.threads)
         vectors = self._model.encode(
             cut, batch_size=self.batch_size, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
@@ -136,6 +149,7 @@ class TextEmbedder:
         """A query vector, with the model's query prompt when it defines one (e5, bge, ...)."""
         prompts = getattr(self._model, "prompts", None) or {}
         kwargs = {"prompt_name": "query"} if "query" in prompts else {}
+        torch_threads(self.cfg.threads)
         vector = self._model.encode([text[: self.cfg.max_chars]], normalize_embeddings=True,
                                     convert_to_numpy=True, show_progress_bar=False, **kwargs)
         return np.asarray(vector[0], dtype=np.float32)
@@ -332,15 +346,18 @@ def cache_key(model_id: str, content: str) -> str:
 
 
 def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Give every row a ``vector`` from its ``text``; texts whose key is in ``known`` are reused.
+    """Give every row a ``vector`` from its ``tasks.serialize.embed_text``; texts whose key is in
+    ``known`` are reused.
 
     Identical texts are embedded once. Returns the new vectors by cache key (``known`` is
     extended with them too).
     """
     todo: dict[str, str] = {}
     keys = []
+    from tasks.serialize import embed_text
+
     for row in rows:
-        text = row["text"] or ""
+        text = embed_text(row)
         key = cache_key(embedder.model_id, text)
         keys.append(key)
         if key not in known:

@@ -16,6 +16,7 @@ from schemas.ids import content_hash, document_id, edge_id, node_id, normalize_u
 from tasks.config import ParseConfig
 from tasks.explode import explode_table
 from tasks.model import Component, Link, ParsedPage
+from tasks.serialize import serialize_document
 from tasks.split import split_sentences
 
 
@@ -169,6 +170,7 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
                     if link.row == seg.index:
                         edges.link(rid, 2, link)
     out.edges = edges.rows
+    serialize_document(out.document, out.components, out.subcomponents)
     out.document["n_components"] = len(out.components)
     out.document["n_subcomponents"] = len(out.subcomponents)
     return out

@@ -33,6 +33,7 @@ from tasks.images import attach_images
 from tasks.nodes import DocumentNodes
 from tasks.parsing import duplicate_row, error_row, parse_documents
 from tasks.rawstore import RawStore
+from tasks.serialize import SERIALIZATION, embed_text, serialize_document
 from tasks.summarize import endpoint_summaries, extractive_summary, seq2seq_summaries
 from tasks.write import IndexStore
 
@@ -207,6 +208,7 @@ def summarize_stage(docs: list[DocumentNodes], settings: BuildSettings, run_id: 
         d.document["summary"] = summary
         title = d.document["title"] or ""
         d.document["text"] = f"{title}\n{summary}".strip() if summary else d.document["text"]
+        d.document["search_text"] = d.document["text"]
     return problems
 
 
@@ -254,13 +256,15 @@ def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSet
             d.subcomponents.extend(by_doc.get(d.document["id"], []))
             d.edges.extend(e for e in object_edges if e["document_id"] == d.document["id"])
             d.document["n_subcomponents"] = len(d.subcomponents)
+    for d in docs:
+        serialize_document(d.document, d.components, d.subcomponents)
     subcomponents = [s for d in docs for s in d.subcomponents]
     embedder = load_embedder(settings.embed)
     new_vectors: dict = {}
     with times.stage("embed"):
         nodes = components + subcomponents
         text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
-        keys = [cache_key(embedder.model_id, r["text"] or "") for r in text_rows]
+        keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
         keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
         known = store.cached_vectors(keys)
         new_vectors.update(embed_rows(text_rows, embedder, known))
@@ -269,7 +273,7 @@ def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSet
         errors.extend(summarize_stage(docs, settings, run_id))
     with times.stage("embed"):
         documents = [d.document for d in docs]
-        known.update(store.cached_vectors([cache_key(embedder.model_id, r["text"] or "") for r in documents]))
+        known.update(store.cached_vectors([cache_key(embedder.model_id, embed_text(r)) for r in documents]))
         new_vectors.update(embed_rows(documents, embedder, known))
     return ProcessedBatch(docs, errors, new_vectors, results + image_fetches, dict(times.seconds),
                           embedder.model_id, embedded=len(new_vectors), reused=len(nodes) + len(documents) - len(new_vectors))
@@ -347,11 +351,11 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
         return 0
     live: set[str] = set()
     visual: list[dict] = []
-    columns = ["id", "kind", "text", "parent_id", "image_key", "image_mime", "bbox"]
+    columns = ["id", "kind", "text", "search_text", "parent_id", "image_key", "image_mime", "bbox"]
     for name in ("documents", "components", "subcomponents"):
         tbl = store.table(name)
         data = tbl.search().select([c for c in columns if c in tbl.schema.names]).limit(None).to_arrow()
-        live.update(cache_key(model_id, text or "") for text in data.column("text").to_pylist())
+        live.update(cache_key(model_id, embed_text(row)) for row in data.to_pylist())
         if image_mode == "pixels" and name != "documents":
             kinds = data.column("kind").to_pylist()
             visual += data.filter(pa.array([k in ("image", "object") for k in kinds])).to_pylist()
@@ -364,11 +368,13 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
 
 
 def reembed_index(index_dir: str, embedder) -> int:
-    """Move every node of the index into ``embedder``'s vector space; returns how many were embedded.
+    """Move every node of the index into ``embedder``'s vector space and the current serialization
+    (``tasks.serialize``); returns how many were embedded.
 
-    Each node table is rewritten whole with the new vectors (a new table version: readers pinned
-    to older manifests keep the old space), the embedding cache is emptied, and the index
-    metadata names the new model. Re-running after a crash starts over and converges.
+    Each node table is rewritten whole with the new search texts and vectors (a new table version:
+    readers pinned to older manifests keep the old space), the embedding cache is emptied, and the
+    index metadata names the new model and serialization. Re-running after a crash starts over
+    and converges.
     """
     from schemas.tables import table_schemas
 
@@ -377,6 +383,7 @@ def reembed_index(index_dir: str, embedder) -> int:
     schemas = table_schemas(embedder.dim)
     tables = {name: store.table(name).to_arrow() for name in ("documents", "components", "subcomponents")}
     rows = {name: data.drop_columns(["vector"]).to_pylist() for name, data in tables.items()}
+    _serialize_all(rows)
     text_rows, pixel_rows = split_by_modality(rows["components"] + rows["subcomponents"], embedder.image_mode)
     known: dict = {}
     new = embed_rows(text_rows + rows["documents"], embedder, known)
@@ -385,5 +392,17 @@ def reembed_index(index_dir: str, embedder) -> int:
         store.db.create_table(name, data=pa.Table.from_pylist(data, schema=schemas[name]), mode="overwrite")
     store.db.create_table("embeddings", schema=schemas["embeddings"], mode="overwrite")
     store.upsert("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v} for k, v in new.items()])
-    store.remember(embedder=embedder.info.as_metadata())
+    store.remember(embedder=embedder.info.as_metadata(), serialization=SERIALIZATION)
     return len(new)
+
+
+def _serialize_all(rows: dict[str, list[dict]]) -> None:
+    """Set ``search_text`` on every stored node row (grouped by document)."""
+    comps: dict[str, list[dict]] = {}
+    subs: dict[str, list[dict]] = {}
+    for comp in rows["components"]:
+        comps.setdefault(comp["document_id"], []).append(comp)
+    for sub in rows["subcomponents"]:
+        subs.setdefault(sub["document_id"], []).append(sub)
+    for document in rows["documents"]:
+        serialize_document(document, comps.get(document["id"], []), subs.get(document["id"], []))

@@ -57,17 +57,19 @@ def make_synthetic_index(path: str, *, documents: int, components_per_document: 
                                    "url": [f"http://synthetic.test/{d}" for d in docs],
                                    "title": [f"Document {i}" for i in range(lo, hi)],
                                    "text": [f"Document {i}" for i in range(lo, hi)],
+                                   "search_text": [f"Document {i}" for i in range(lo, hi)],
                                    "vector": _vector_column(_unit(rng, n_docs, dim))}),
             "components": pa.table({"id": comp_ids, "document_id": [doc_ids[d] for d in comp_doc],
                                     "parent_id": [doc_ids[d] for d in comp_doc], "kind": comp_kind.tolist(),
                                     "ordinal": np.tile(np.arange(components_per_document), n_docs).astype(np.int32),
                                     "text": [f"component {c}" for c in comp_ids],
+                                    "search_text": [f"component {c}" for c in comp_ids],
                                     "vector": _vector_column(_unit(rng, n_comp, dim))}),
             "subcomponents": pa.table({"id": sub_ids, "document_id": [doc_ids[comp_doc[p]] for p in sub_parent],
                                        "parent_id": [comp_ids[p] for p in sub_parent],
                                        "kind": [sub_kinds[comp_kind[p]] for p in sub_parent],
                                        "ordinal": np.tile(np.arange(subcomponents_per_component), n_comp).astype(np.int32),
-                                       "text": sub_text, "vector": _vector_column(_unit(rng, n_sub, dim))}),
+                                       "text": sub_text, "search_text": sub_text, "vector": _vector_column(_unit(rng, n_sub, dim))}),
         }
         src = rng.integers(0, n_comp, n_docs * links_per_document)
         dst = rng.integers(0, documents, n_docs * links_per_document)

@@ -21,6 +21,7 @@ from lancedb.index import FTS
 
 from schemas.storage import IndexFiles, storage_options
 from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
+from tasks.serialize import SERIALIZATION
 
 META_FILE = "index.json"
 MANIFEST_DIR = "_manifests"
@@ -63,8 +64,9 @@ class IndexStore:
     def prepare(self, embedder: dict, reembed: bool = False) -> bool:
         """Create the tables (if new) for ``embedder`` ({model_id, dim, image_mode}); refuse a mix.
 
-        Returns True when the index holds another model's vectors and ``reembed`` allows the
-        caller to move it into the new vector space (``tasks.pipeline.reembed_index``).
+        Returns True when the caller must move the whole index (``tasks.pipeline.reembed_index``):
+        it holds another model's vectors and ``reembed`` allows the move, or its nodes were
+        serialized by another version of ``tasks.serialize`` (always moved).
         """
         meta = self.metadata()
         if meta is not None and "embedder" in meta:
@@ -84,8 +86,10 @@ class IndexStore:
                     "mixed: pass --reembed to move the whole index to the new model, build into a new "
                     "--index directory, or configure the index's model"
                 )
+            if meta.get("serialization", 1) != SERIALIZATION:
+                return True  # serialized by another laminae: moved whole, never mixed
         else:
-            self.remember(schema_version=SCHEMA_VERSION, embedder=embedder,
+            self.remember(schema_version=SCHEMA_VERSION, embedder=embedder, serialization=SERIALIZATION,
                           created_at=datetime.now(UTC).isoformat())
         existing = set(self.db.list_tables().tables)
         for name, schema in table_schemas(embedder["dim"]).items():
@@ -208,11 +212,12 @@ class IndexStore:
             tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
 
     def build_text_indexes(self) -> None:
-        """(Re)build the full-text index on ``text`` of every node table (for fts/hybrid search)."""
+        """(Re)build the full-text index on ``search_text`` of every node table (for fts/hybrid
+        search): English stemming, stop words removed, accents folded."""
         for name in NODE_TABLES:
             tbl = self.table(name)
             if tbl.count_rows():
-                tbl.create_index("text", config=FTS(), replace=True)
+                tbl.create_index("search_text", config=FTS(), replace=True)
 
     def write_snapshot(self, version: int, keep: int = 2, same_as: int | None = None) -> None:
         """Save the reader's in-memory view of manifest ``version``; keep the ``keep`` newest.
@@ -255,6 +260,7 @@ class IndexStore:
             "created_at": datetime.now(UTC).isoformat(),
             "schema_version": SCHEMA_VERSION,
             "embedder": meta.get("embedder"),
+            "serialization": meta.get("serialization", 1),
             "tables": {name: self.table(name).version for name in TABLES},
             **extra,
         }

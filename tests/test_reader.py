@@ -186,8 +186,10 @@ def test_hybrid_finds_a_rare_keyword_that_dense_misses(tmp_path):
     store.publish("test", {})
     index = laminae.open(str(tmp_path), embed=embedder.embed_query)
     target = document_id("http://t.test/target")
-    dense = index.search("QX72291", layer=1, k=3)
+    dense = index.search("QX72291", layer=1, k=3, mode="dense")
     assert target not in {h.document_id for h in dense}
+    assert index.search("QX72291", k=3)[0].document_id == target  # the default fuses full text in
+    assert index.retrieve("QX72291", k=3)[0].document_id == target
     assert index.search("QX72291", layer=1, k=3, mode="fts")[0].document_id == target
     assert index.search("QX72291", layer=1, k=3, mode="hybrid")[0].document_id == target
     with pytest.raises(ValueError, match="query text"):
