@@ -80,6 +80,14 @@ def fif_hop(index: laminae.Index, q: str, mode: str) -> list[laminae.index.Hit]:
     return index.components(q, start + [h.id for h in linked], k=10, granularity=2, mode=mode)
 
 
+def fif(granularity: int, mode: str) -> Callable[[laminae.Index, str], list[dict]]:
+    """FiF global: the 30 best documents at granularity g, then their 10 best components."""
+    def run(ix: laminae.Index, q: str) -> list[dict]:
+        docs = [h.id for h in ix.documents(q, k=30, granularity=granularity, mode=mode)]
+        return hits_to_items(ix.components(q, docs, k=10, granularity=max(granularity, 1), mode=mode))
+    return run
+
+
 def strategies() -> dict[str, Callable[[laminae.Index, str], list[dict]]]:
     s: dict[str, Callable[[laminae.Index, str], list[dict]]] = {
         "search(q) default = retrieve(q)": lambda ix, q: hits_to_items(ix.search(q, k=10)),
@@ -93,9 +101,7 @@ def strategies() -> dict[str, Callable[[laminae.Index, str], list[dict]]]:
                     ix, ix.search(q, 2, LAYER2_DEPTH, mode=m)))(mode)
     for mode in ("dense", "hybrid"):
         for g in (0, 1, 2):
-            s[f"FiF g={g} {mode}"] = (lambda g, m: lambda ix, q: hits_to_items(ix.components(
-                q, [h.id for h in ix.documents(q, k=30, granularity=g, mode=m)], k=10,
-                granularity=max(g, 1), mode=m)))(g, mode)
+            s[f"FiF g={g} {mode}"] = fif(g, mode)
         s[f"FiF local hop {mode}"] = (lambda m: lambda ix, q: hits_to_items(fif_hop(ix, q, m)))(mode)
     s["beam search (1 subquery)"] = lambda ix, q: hits_to_items(ix.beam_search([q], beam=30, iterations=1).components)
     return s
