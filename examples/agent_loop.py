@@ -1,11 +1,13 @@
-"""A small FiF-style agent loop over a laminae index, with vector strategies only.
+"""A small FiF-style agent loop over a laminae index.
 
 Reads an index (default: the demo index ``laminae demo`` writes) and a question; writes nothing.
-The loop keeps a set of visited documents and climbs an escalation ladder when a step finds no
-new evidence: a local hop from the documents already visited before a global one, and coarse
-granularity (g=1, components) before fine (g=2, sentences and rows). Each step retrieves
-documents, then their best components; ``judge`` is where an LLM call would decide whether the
-evidence answers the question (here: a similarity threshold, so the example runs offline).
+Step 0 is the reader's default move, ``retrieve`` (dense and full-text evidence fused; the best
+strategy of ``bench/quality.py``). The loop then keeps a set of visited documents and climbs an
+escalation ladder when a step finds no new evidence: a local hop from the documents already
+visited before a global one, and coarse granularity (g=1, components) before fine (g=2,
+sentences and rows). Each step retrieves documents, then their best components; ``judge`` is
+where an LLM call would decide whether the evidence answers the question (here: a threshold on
+the evidence's dense similarity, so the example runs offline).
 
     .venv/bin/python examples/agent_loop.py "Which bread bakes for a whole day?" [--index DIR]
 """
@@ -29,19 +31,22 @@ LADDER = [  # (scope, granularity) in the order FiF escalates after a failed ste
 ]
 
 
+def similarity(hit: laminae.index.Hit) -> float:
+    """The dense similarity of a hit (fused moves score by rank; they keep it in ``extra``)."""
+    return hit.extra.get("similarity", hit.score)
+
+
 def judge(question: str, evidence: list[laminae.index.Hit], threshold: float) -> bool:
-    """Does the evidence answer the question? An LLM call goes here; offline: a score threshold."""
-    return bool(evidence) and evidence[0].score >= threshold
+    """Does the evidence answer the question? An LLM call goes here; offline: a similarity threshold."""
+    return bool(evidence) and similarity(evidence[0]) >= threshold
 
 
 def run(index: laminae.Index, question: str, max_steps: int = 6, threshold: float = 0.5) -> list[laminae.index.Hit]:
     visited: list[str] = []
-    evidence: list[laminae.index.Hit] = []
-    # step 0: a global hop at the document layer (summaries) to find a starting point
-    start = index.documents(question, k=3, granularity=0)
-    print(f"step 0  global g=0 → {[h.extra.get('title', h.id) for h in start]}")
-    visited.extend(h.id for h in start)
-    evidence = index.components(question, visited, k=3, granularity=2)
+    # step 0: the default move, the best components of the whole index
+    evidence = index.retrieve(question, k=3)
+    print(f"step 0  retrieve → {[h.extra.get('title', h.id) for h in evidence]}")
+    visited.extend(dict.fromkeys(h.document_id for h in evidence))
     if judge(question, evidence, threshold):
         return evidence
     rung = 0
@@ -56,7 +61,7 @@ def run(index: laminae.Index, question: str, max_steps: int = 6, threshold: floa
             continue
         visited.extend(h.id for h in new)
         candidates = index.components(question, [h.id for h in new], k=3, granularity=2)
-        evidence = sorted(evidence + candidates, key=lambda h: -h.score)[:3]
+        evidence = sorted({h.id: h for h in evidence + candidates}.values(), key=lambda h: -similarity(h))[:3]
         if judge(question, evidence, threshold):
             break
         rung += 1
@@ -77,7 +82,7 @@ def main() -> int:
     evidence = run(index, args.question, threshold=args.threshold)
     print("\nevidence:")
     for hit in evidence:
-        print(f"  {hit.score:.3f}  [{hit.kind}] {hit.text[:100]!r}")
+        print(f"  {similarity(hit):.3f}  [{hit.kind}] {hit.text[:100]!r}")
     return 0
 
 

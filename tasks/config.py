@@ -82,7 +82,7 @@ class EmbedConfig(BaseModel):
         "auto", description="auto: fp16 on GPU, fp32 on CPU."
     )
     batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 64 on CPU, 256 on GPU.")
-    threads: int = Field(0, ge=0, description="torch CPU threads; 0 leaves torch's default.")
+    threads: int = Field(0, ge=0, description="torch CPU threads; 0: the cores this process may run on.")
     max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")
     cache_slack: float = Field(
         0.25, ge=0, description="The embedding cache (vectors by content, reused by refreshes) is pruned "
