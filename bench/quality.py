@@ -115,11 +115,11 @@ def score(bench: Path, run: Path, by: str) -> dict:
 
 
 def bm25_runs(bench: Path, out: Path) -> dict[str, Path]:
-    runs = {"BM25 (the set's baseline_bm25.py)": out / "bm25.jsonl"}
+    runs = {"BM25 (the set's baseline_bm25.py)": out / f"{bench.name}-bm25.jsonl"}
     subprocess.run([sys.executable, str(bench / "baseline_bm25.py"), "--bench", str(bench), "--out",
                     str(runs["BM25 (the set's baseline_bm25.py)"])], check=True, capture_output=True)
     if "--hop" in (bench / "baseline_bm25.py").read_text():
-        runs["BM25 + one-hop expansion (--hop 3)"] = out / "bm25_hop3.jsonl"
+        runs["BM25 + one-hop expansion (--hop 3)"] = out / f"{bench.name}-bm25_hop3.jsonl"
         subprocess.run([sys.executable, str(bench / "baseline_bm25.py"), "--bench", str(bench), "--out",
                         str(runs["BM25 + one-hop expansion (--hop 3)"]), "--hop", "3"], check=True, capture_output=True)
     return runs
