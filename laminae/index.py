@@ -332,25 +332,27 @@ class Index:
         """
         rows = self._rows(1, kinds, documents)
         rows = np.arange(len(self.graph.layers[1].ids)) if rows is None else rows
-        fused_rows, fused, similarity = self._fused_components(query, rows, documents, granularity=2)
+        fused_rows, fused, similarity = self._fused_components(query, self._query_vector(query), rows, documents,
+                                                               granularity=2)
         return self._with_similarity(self._hits(1, fused_rows, fused, k), rows, similarity)
 
     def _with_similarity(self, hits: list[Hit], rows: np.ndarray, similarity: np.ndarray) -> list[Hit]:
-        position = self.graph.layers[1].position
-        by_row = dict(zip(rows.tolist(), similarity.tolist(), strict=True))
+        comps = self.graph.layers[1]
+        by_row = np.empty(len(comps.ids), dtype=np.float32)
+        by_row[rows] = similarity
         for hit in hits:
-            hit.extra["similarity"] = by_row[position[hit.id]]
+            hit.extra["similarity"] = float(by_row[comps.position[hit.id]])
         return hits
 
-    def _fused_components(self, query, rows: np.ndarray, documents,
+    def _fused_components(self, query, q: np.ndarray, rows: np.ndarray, documents,
                           granularity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``retrieve``'s fusion over component ``rows``: (fused rows best first, their fused scores,
         the dense similarity of every row of ``rows``). Granularity 2 scores a component by its
-        subcomponents (dense max, BM25 over layer 2); granularity 1 by its own vector and text."""
+        subcomponents (dense max, BM25 over layer 2); granularity 1 by its own vector and text.
+        ``q`` is the query's vector; a text ``query`` adds the full-text ranking."""
         comps = self.graph.layers[1]
         if len(rows) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
-        q = self._query_vector(query)
         similarity = (self.component_query_max(q[None, :], rows)[:, 0] if granularity == 2
                       else self._dense(1, rows, q))
         kinds = comps.kinds[rows]
@@ -427,18 +429,22 @@ class Index:
             rows, scores = self._dense_documents(self._query_vector(query), granularity, candidates)
             return self._hits(0, rows, scores, k)
         doc_ids = None if candidates is None else [str(g.layers[0].ids[d]) for d in candidates]
-        dense_rows, dense_scores = self._dense_documents(self._query_vector(query), granularity, candidates)
+        q = self._query_vector(query)
         if granularity == 0:
+            dense_rows, dense_scores = self._dense_documents(q, 0, candidates)
             fts = np.array([r for r, _ in self._fts(query, 0, FUSION_DEPTH, None, doc_ids)], dtype=np.int64)
             rows, fused = rrf([_ranked(dense_rows, dense_scores, FUSION_DEPTH), fts])
             return self._hits(0, rows, fused, k)
         comp_rows = g.layers[1].rows_of_documents(candidates) if candidates is not None \
             else np.arange(len(g.layers[1].ids))
-        fused_rows, fused, _ = self._fused_components(query, comp_rows, doc_ids, granularity)
+        fused_rows, fused, _ = self._fused_components(query, q, comp_rows, doc_ids, granularity)
         best: dict[int, float] = {}
         for row, score in zip(g.layers[1].doc[fused_rows].tolist(), fused.tolist(), strict=True):
             best.setdefault(row, score)  # fused rows come best first
-        rest = [r for r in _ranked(dense_rows, dense_scores, len(dense_rows)).tolist() if r not in best]
+        rest: list[int] = []
+        if len(best) < k:  # the dense scan of the fallback only when fused evidence runs short
+            dense_rows, dense_scores = self._dense_documents(q, granularity, candidates)
+            rest = [r for r in _ranked(dense_rows, dense_scores, len(dense_rows)).tolist() if r not in best]
         order = [*best, *rest[:k]]
         return self._hits(0, np.array(order, dtype=np.int64),
                           np.array([best.get(r, 0.0) for r in order], dtype=np.float32), k)
@@ -488,7 +494,8 @@ class Index:
             raise ValueError("components() scores with mode dense, hybrid or auto")
         rows = self._rows(1, None, documents)
         if mode != "dense":
-            fused_rows, fused, similarity = self._fused_components(query, rows, documents, granularity)
+            fused_rows, fused, similarity = self._fused_components(query, self._query_vector(query), rows, documents,
+                                                                   granularity)
             return self._with_similarity(self._hits(1, fused_rows, fused, k), rows, similarity)
         q = self._query_vector(query)
         if granularity == 1:

@@ -21,6 +21,7 @@ import numpy as np
 from schemas.ids import content_hash, digest
 from tasks import progress
 from tasks.config import EmbedConfig, cache_dir
+from tasks.serialize import embed_text
 
 log = logging.getLogger("laminae.embed")
 
@@ -354,8 +355,6 @@ def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.nda
     """
     todo: dict[str, str] = {}
     keys = []
-    from tasks.serialize import embed_text
-
     for row in rows:
         text = embed_text(row)
         key = cache_key(embedder.model_id, text)

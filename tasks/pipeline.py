@@ -33,7 +33,7 @@ from tasks.images import attach_images
 from tasks.nodes import DocumentNodes
 from tasks.parsing import duplicate_row, error_row, parse_documents
 from tasks.rawstore import RawStore
-from tasks.serialize import SERIALIZATION, embed_text, serialize_document
+from tasks.serialize import EMBED_FIELD, SERIALIZATION, embed_text, serialize_document
 from tasks.summarize import endpoint_summaries, extractive_summary, seq2seq_summaries
 from tasks.write import IndexStore
 
@@ -256,8 +256,8 @@ def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSet
             d.subcomponents.extend(by_doc.get(d.document["id"], []))
             d.edges.extend(e for e in object_edges if e["document_id"] == d.document["id"])
             d.document["n_subcomponents"] = len(d.subcomponents)
-    for d in docs:
-        serialize_document(d.document, d.components, d.subcomponents)
+            if d.document["id"] in by_doc:  # build_nodes serialized the rest; objects are new
+                serialize_document(d.document, d.components, d.subcomponents)
     subcomponents = [s for d in docs for s in d.subcomponents]
     embedder = load_embedder(settings.embed)
     new_vectors: dict = {}
@@ -351,7 +351,7 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
         return 0
     live: set[str] = set()
     visual: list[dict] = []
-    columns = ["id", "kind", "text", "search_text", "parent_id", "image_key", "image_mime", "bbox"]
+    columns = ["id", "kind", EMBED_FIELD, "parent_id", "image_key", "image_mime", "bbox"]
     for name in ("documents", "components", "subcomponents"):
         tbl = store.table(name)
         data = tbl.search().select([c for c in columns if c in tbl.schema.names]).limit(None).to_arrow()
