@@ -1,8 +1,11 @@
-"""Explode: a table → one row segment per data row, kept with its header (LILaC t_i = [T_0; T_i]).
+"""Explode: a table → one row segment per data row, kept with its header (LILaC t_i = [T_0; T_i]),
+and the table's heading (caption and column names) as a segment of its own.
 
 Reads a table component (header labels, rows of cells, caption, kind); writes nothing. The text
 form of a data-table row is ``header: cell | header: cell``; of an infobox row ``key: value``
-prefixed by the infobox title.
+prefixed by the infobox title; of the heading ``caption`` then ``label | label``. The heading
+is what a question names when it asks about a column ("which year had the most rainfall?") or
+the table itself, which no single row says.
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ def row_text(header: list[str] | None, cells: list[str]) -> str:
         previous = cell
         parts.append(f"{label}: {cell}" if label and label != cell else cell)
     return " | ".join(parts)
+
+
+def table_heading(header: list[str] | None, caption: str | None) -> str | None:
+    """The caption over the column labels (each once), or None for a table with neither."""
+    labels: list[str] = []
+    for label in header or []:
+        if label and label not in labels:
+            labels.append(label)
+    text = "\n".join(part for part in (caption, " | ".join(labels)) if part)
+    return text or None
 
 
 def explode_table(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from schemas.ids import content_hash, document_id, edge_id, node_id, normalize_url
 from tasks.config import ParseConfig
-from tasks.explode import explode_table
+from tasks.explode import explode_table, table_heading
 from tasks.model import Component, Link, ParsedPage
 from tasks.serialize import serialize_document
 from tasks.split import split_sentences
@@ -161,6 +161,11 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
                     if link.start < end and link.end > start:
                         edges.link(sid, 2, link)
         elif comp.kind == "table":
+            heading = table_heading(comp.header, comp.caption)
+            if heading:
+                hid = sub_id("header", heading)
+                out.subcomponents.append(subcomponent_row(hid, doc_id, cid, "header", -1, heading, header=comp.header))
+                edges.add("contains", cid, 1, hid)
             for seg in explode_table(comp.header, comp.rows or [], comp.table_kind, comp.caption):
                 rid = sub_id("row", seg.text)
                 out.subcomponents.append(subcomponent_row(rid, doc_id, cid, "row", seg.index, seg.text,

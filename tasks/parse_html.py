@@ -450,6 +450,12 @@ class HtmlParser:
         if n_head == len(grid):  # only header-like rows: read them as data
             n_head = 0
         width = len(grid[0])
+        while n_head and width > 1 and _spans_all(grid[0]):
+            # a title row ("Climate data for Bari") is the table's caption, not a column label
+            title = grid[0][0][0].strip() if grid[0][0] else ""
+            if title and title != caption:
+                caption = f"{caption} / {title}" if caption else title
+            grid, in_head, n_head = grid[1:], in_head[1:], n_head - 1
         header: list[str] | None = None
         if n_head:
             header = []
@@ -560,6 +566,12 @@ def _fill_spanned(out: list, col: int, pending: dict) -> int:
 def _looks_like_file_page(url: str) -> bool:
     path = urlsplit(url).path
     return "/File:" in path or path.lower().endswith((".jpg", ".jpeg", ".png", ".gif", ".svg", ".webp"))
+
+
+def _spans_all(row: list) -> bool:
+    """A header row whose one cell spans the whole width (colspan repeats it in every column)."""
+    texts = {c[0].strip() for c in row if c}
+    return len(texts) == 1 and all(c is not None for c in row)
 
 
 def _is_key_value(grid) -> bool:

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-SERIALIZATION = 2  # 1: nodes indexed and embedded from their bare text (laminae before this module)
+# 1: nodes indexed and embedded from their bare text (laminae before this module);
+# 2: search text with context; 3: a table's heading node is embedded from its search text
+SERIALIZATION = 3
 
-# what the vectors are computed from: the bare content. Measured on wtq-dev (bench/quality.py),
-# MiniLM's dense scores for rows and sentences were no better with the context prefix, while the
-# full-text side gained most from it; see the README's "Retrieval quality".
+# what the vectors are computed from: the bare content, except for a table's heading (kind
+# "header"), whose vector says where the table sits and what its columns are. Measured on wtq-dev
+# (bench/quality.py), MiniLM's dense scores for rows and sentences were no better with the context
+# prefix, while the full-text side gained most from it; see the README's "Retrieval quality".
 EMBED_FIELD = "text"
+CONTEXT_EMBEDDED = ("header",)
 
 
 def context(title: str | None, section_path: Iterable[str] | None, caption: str | None = None) -> str:
@@ -42,8 +46,9 @@ def component_search_text(comp: dict, title: str | None) -> str:
 
 
 def subcomponent_search_text(sub: dict, parent: dict, title: str | None) -> str:
-    """A sentence, row or object under its component's context (rows: with the table caption)."""
-    caption = parent.get("caption") if parent["kind"] == "table" else None
+    """A sentence, row or object under its component's context (rows: with the table caption;
+    a table's heading starts with the caption already)."""
+    caption = parent.get("caption") if parent["kind"] == "table" and sub.get("kind") != "header" else None
     return with_context(context(title, parent.get("section_path"), caption), sub.get("text"))
 
 
@@ -63,4 +68,5 @@ def serialize_document(document: dict, components: list[dict], subcomponents: li
 
 def embed_text(row: dict) -> str:
     """What a node's vector is computed from."""
-    return row.get(EMBED_FIELD) or ""
+    field = "search_text" if row.get("kind") in CONTEXT_EMBEDDED and row.get("search_text") else EMBED_FIELD
+    return row.get(field) or ""

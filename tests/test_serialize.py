@@ -53,10 +53,11 @@ def test_golden_search_text_per_node_kind():
     assert subs == [
         ("sentence", "1969 NFL Draft\nThe draft was held in New York."),
         ("sentence", "1969 NFL Draft\nIt had seventeen rounds."),
+        ("header", "1969 NFL Draft | Player selections > Round seventeen\nRound 17\nPick | Team"),
         ("row", "1969 NFL Draft | Player selections > Round seventeen | Round 17\nPick: 417 | Team: Buffalo Bills"),
     ]
     # what a reader shows stays the node's own content
-    assert [s["text"] for s in nodes.subcomponents][-1] == "Pick: 417 | Team: Buffalo Bills"
+    assert [s["text"] for s in nodes.subcomponents][-2:] == ["Round 17\nPick | Team", "Pick: 417 | Team: Buffalo Bills"]
     assert nodes.document["search_text"] == nodes.document["text"]
     # a detected object is serialized under its image's context
     image = comps["image"]
@@ -66,10 +67,14 @@ def test_golden_search_text_per_node_kind():
                                          f"person in {image['text']}")
 
 
-def test_vectors_are_computed_from_the_embed_field():
+def test_vectors_are_computed_from_the_bare_text_but_a_table_heading_from_its_context():
     nodes = _nodes()
     for row in [nodes.document, *nodes.components, *nodes.subcomponents]:
-        assert embed_text(row) == (row["text"] or "")
+        expected = row["search_text"] if row["kind"] == "header" else row["text"]
+        assert embed_text(row) == (expected or "")
+    heading = next(s for s in nodes.subcomponents if s["kind"] == "header")
+    assert heading["ordinal"] == -1 and heading["header"] == ["Pick", "Team"]
+    assert embed_text(heading).startswith("1969 NFL Draft | Player selections > Round seventeen\n")
 
 
 def test_rrf_matches_a_brute_force_reference():
@@ -201,8 +206,11 @@ def test_an_index_of_the_previous_serialization_refreshes_into_the_current_one(s
     for name in ("documents", "components", "subcomponents"):
         assert all(r["search_text"] for r in new.table(name).to_arrow().to_pylist())  # nothing left unserialized
     # the full-text side now finds a row by its page title, which its own text does not hold
-    row = new.search("ledger", layer=2, k=1, mode="fts")[0]
-    assert row.text == "Loaf: Rye | Price: 4"
+    assert "Loaf: Rye | Price: 4" in {hit.text for hit in new.search("ledger", layer=2, k=5, mode="fts")}
+    # the unchanged page was parsed again, so its table gained the heading node of serialization 3
+    heading = next(r for r in rows if r["kind"] == "header")
+    assert (heading["text"], heading["search_text"]) == ("Prices\nLoaf | Price", "Bakery ledger\nPrices\nLoaf | Price")
+    assert moved["changes"]["unchanged"] == 0
     # the reader pinned before keeps the old tables
     assert "search_text" not in old.table("subcomponents").schema.names
     again = refresh_index(index=index)
