@@ -27,7 +27,7 @@ from tasks.config import BuildSettings
 from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
 from tasks.detect import resolve_weights
 from tasks.edges import resolve_links
-from tasks.embed import load_embedder
+from tasks.embed import configured_model_id, load_embedder
 from tasks.isolated import close_pools
 from tasks.pipeline import (
     BatchReport,
@@ -80,8 +80,10 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
     if settings.detect.enabled:
         resolve_weights(settings.detect)  # a wrong weights path fails now, not after the crawl
     meta = IndexStore(index).metadata()
-    if reuse and meta and meta.get("embedder") and meta.get("serialization", 1) == SERIALIZATION:
-        return {**meta["embedder"], "device": "not loaded"}
+    recorded = (meta or {}).get("embedder")
+    if (recorded and meta.get("serialization", 1) == SERIALIZATION and not reembed
+            and (reuse or recorded.get("model_id") == configured_model_id(settings.embed))):
+        return {**recorded, "device": "not loaded"}  # loaded by the first batch that misses the cache
     embedder = load_embedder(settings.embed)
     if IndexStore(index).prepare(embedder.info.as_metadata(), reembed=reembed):
         old = (meta or {}).get("embedder", {}).get("model_id")
@@ -238,6 +240,10 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     seconds: Counter[str] = Counter()
 
     tick = time.perf_counter()
+    built = IndexStore(index).metadata()
+    # nodes built by another serialization (say, before tables had heading nodes) are rebuilt from
+    # their pages, unchanged or not; texts that did not change come from the embedding cache
+    rebuild_nodes = bool(built) and built.get("serialization", 1) != SERIALIZATION
     embedder = prepare_index(index, cfg, reuse=flow_name == "refresh" and not reembed, reembed=reembed)
     seconds["load_model"] += time.perf_counter() - tick
     log.info("run %s: %d seeds → %s (embedder %s on %s)", run_id, len(seed_list), index,
@@ -258,7 +264,8 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     changes: Counter[str] = Counter()
     if refresh:
         by_url = store.documents_by_url()
-        unchanged = [r for r in pages if r.url in by_url and (previous.get(r.url) or {}).get("raw_key") == r.raw_key]
+        unchanged = [r for r in pages if r.url in by_url and (previous.get(r.url) or {}).get("raw_key") == r.raw_key
+                     and not rebuild_nodes]
         store.upsert("fetches", [fetch_row(r, run_id) for r in unchanged])
         pages = [r for r in pages if r not in unchanged]
         gone = {r.url for r in results if r.error in GONE and r.url in by_url}

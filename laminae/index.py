@@ -127,7 +127,10 @@ class Index:
                 from tasks.config import EmbedConfig
                 from tasks.embed import DEFAULT_MODEL_ID, load_embedder
 
-                embedder = load_embedder(EmbedConfig(model=None if model == DEFAULT_MODEL_ID else model))
+                base, int8 = model.removesuffix("#onnx-int8"), model.endswith("#onnx-int8")
+                cfg = EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base,
+                                  **({"backend": "onnx", "quantize": "int8"} if int8 else {}))
+                embedder = load_embedder(cfg)
             except ImportError as exc:
                 raise RuntimeError(
                     f"string queries need the index's embedder ({model}): install laminae with the ml and "

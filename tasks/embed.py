@@ -325,20 +325,79 @@ class OpenClipEmbedder(ClipEmbedder):
         return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
 
-def load_embedder(cfg: EmbedConfig | None = None) -> TextEmbedder | ClipEmbedder:
-    """The embedder the config asks for (backend auto-detected from the model's name or config)."""
+def resolve_backend(cfg: EmbedConfig) -> str:
+    """The backend ``cfg`` asks for, ``auto`` decided from the model's name or config and the device."""
+    if cfg.backend != "auto":
+        return cfg.backend
+    if cfg.model and cfg.model.startswith("open_clip:"):
+        return "open_clip"
+    if cfg.model and _model_type(cfg.model) in CLIP_MODEL_TYPES:
+        return "clip"
+    return "onnx" if resolve_device(cfg.device) == "cpu" else "sentence-transformers"
+
+
+def load_embedder(cfg: EmbedConfig | None = None):
+    """The embedder the config asks for (see ``resolve_backend``)."""
     cfg = cfg or EmbedConfig()
-    backend = cfg.backend
-    if backend == "auto":
-        if cfg.model and cfg.model.startswith("open_clip:"):
-            backend = "open_clip"
-        elif cfg.model and _model_type(cfg.model) in CLIP_MODEL_TYPES:
-            backend = "clip"
-        else:
-            backend = "sentence-transformers"
+    backend = resolve_backend(cfg)
+    if cfg.quantize != "none" and backend != "onnx":
+        raise EmbedderConfigError(f"embed.quantize={cfg.quantize!r} needs the onnx backend (the {backend} "
+                                  "backend runs the model as it is): set embed.backend=onnx or quantize=none")
     if backend == "open_clip":
         return OpenClipEmbedder(cfg)
+    if backend == "onnx":
+        from tasks.embed_onnx import OnnxTextEmbedder
+
+        return OnnxTextEmbedder(cfg, quantize=cfg.quantize == "int8")
     return ClipEmbedder(cfg) if backend == "clip" else TextEmbedder(cfg)
+
+
+def configured_model_id(cfg: EmbedConfig) -> str:
+    """The ``model_id`` the embedder ``cfg`` asks for reports, without loading it."""
+    quantized = cfg.quantize == "int8" and resolve_backend(cfg) == "onnx"
+    return (cfg.model or DEFAULT_MODEL_ID) + ("#onnx-int8" if quantized else "")
+
+
+class LazyEmbedder:
+    """The configured embedder, loaded on its first call: a batch whose every vector comes from
+    the embedding cache loads no model. ``info`` ({model_id, dim, image_mode}) is what the index
+    recorded for this model."""
+
+    def __init__(self, cfg: EmbedConfig, info: dict) -> None:
+        self.cfg = cfg
+        self.model_id, self.dim, self.image_mode = info["model_id"], info["dim"], info["image_mode"]
+        self._loaded: TextEmbedder | ClipEmbedder | None = None
+
+    def _embedder(self) -> TextEmbedder | ClipEmbedder:
+        if self._loaded is None:
+            self._loaded = load_embedder(self.cfg)
+            if self._loaded.info.as_metadata() != {"model_id": self.model_id, "dim": self.dim,
+                                                   "image_mode": self.image_mode}:
+                raise EmbedderConfigError(
+                    f"the configured embedder is {self._loaded.info.as_metadata()}, the index was built with "
+                    f"{self.model_id} ({self.dim}-d, {self.image_mode}): pass --reembed or build a new index")
+        return self._loaded
+
+    @property
+    def device(self) -> str:
+        return self._loaded.device if self._loaded is not None else "not loaded"
+
+    @property
+    def info(self) -> EmbedderInfo:
+        return EmbedderInfo(self.model_id, self.dim, self.image_mode, self.device)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embedder().embed(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embedder().embed_query(text)
+
+    def embed_images(self, images: list) -> np.ndarray:
+        if not images:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embedder().embed_images(images)
 
 
 def cache_key(model_id: str, content: str) -> str:

@@ -27,8 +27,17 @@ from tasks.detect import (
     load_image,
     object_rows,
     resolve_weights,
+    worth_detecting,
 )
-from tasks.embed import cache_key, embed_pixels, embed_rows, load_embedder, pixel_key
+from tasks.embed import (
+    LazyEmbedder,
+    cache_key,
+    configured_model_id,
+    embed_pixels,
+    embed_rows,
+    load_embedder,
+    pixel_key,
+)
 from tasks.images import attach_images
 from tasks.nodes import DocumentNodes
 from tasks.parsing import duplicate_row, error_row, parse_documents
@@ -38,6 +47,7 @@ from tasks.summarize import endpoint_summaries, extractive_summary, seq2seq_summ
 from tasks.write import IndexStore
 
 log = logging.getLogger("laminae.pipeline")
+DETECT_CHUNK = 64
 
 
 @dataclass
@@ -112,8 +122,8 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
     doc_ids = sorted({c["document_id"] for c in images})
     done = store.detected_images(doc_ids)
     stored = store.existing_objects(doc_ids)
-    detector = None
     rows, edges, problems = [], [], []
+    todo = []
     for image in images:
         key = (image["id"], image["image_key"])
         if key in done:
@@ -121,6 +131,24 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
             rows.extend(previous)
             edges.extend(contains_edge(image, r["id"]) for r in previous)
             image["detected"] = True
+        else:
+            todo.append(image)
+    detector = None
+    skipped = 0
+    for start in range(0, len(todo), DETECT_CHUNK):  # decoded pictures held at once
+        loaded = []
+        for image in todo[start:start + DETECT_CHUNK]:
+            try:
+                pil = load_image(raw.get(image["image_key"]))
+            except Exception as exc:  # one bad picture must not stop the batch
+                problems.append(_detect_failed(run_id, image, exc))
+                continue
+            if worth_detecting(pil, settings.detect):
+                loaded.append((image, pil))
+            else:
+                image["detected"] = True
+                skipped += 1
+        if not loaded:
             continue
         if detector is None:
             try:
@@ -130,21 +158,43 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
                                           f"ultralytics cannot be imported ({exc}); install the ml extra",
                                           severity="warning"))
                 return rows, edges, problems
+        for (image, pil), found in zip(loaded, _detect_all(detector, loaded, run_id, problems), strict=True):
+            if found is None:
+                continue
+            new_rows, new_edges = object_rows(image, found, *pil.size, _id_maker(image["document_id"]))
+            rows.extend(new_rows)
+            edges.extend(new_edges)
+            image["detected"] = True
+    if todo:
+        log.info("detect: %d pictures, %d skipped as too small or blank", len(todo), skipped)
+    return rows, edges, problems
+
+
+def _detect_failed(run_id: str, image: dict, exc: Exception) -> dict:
+    return error_row(run_id, image["image_url"], "detect", "detector_failed", f"{type(exc).__name__}: {exc}",
+                     document=image["document_id"])
+
+
+def _detect_all(detector: Detector, loaded: list[tuple[dict, object]], run_id: str,
+                problems: list[dict]) -> list[list | None]:
+    """Detections of every loaded picture, batched; when a batch fails, its pictures are run one
+    at a time so that the error names the picture that caused it (None for that one)."""
+    try:
+        return detector.detect_many([pil for _, pil in loaded])
+    except DetectorConfigError:
+        raise
+    except Exception:  # noqa: BLE001 - retried one by one below, where each error is recorded
+        pass
+    out: list[list | None] = []
+    for image, pil in loaded:
         try:
-            pil = load_image(raw.get(image["image_key"]))
-            found = detector.detect(pil)
-            width, height = pil.size
+            out.append(detector.detect(pil))
         except DetectorConfigError:
             raise
         except Exception as exc:  # one bad picture must not stop the batch
-            problems.append(error_row(run_id, image["image_url"], "detect", "detector_failed",
-                                      f"{type(exc).__name__}: {exc}", document=image["document_id"]))
-            continue
-        new_rows, new_edges = object_rows(image, found, width, height, _id_maker(image["document_id"]))
-        rows.extend(new_rows)
-        edges.extend(new_edges)
-        image["detected"] = True
-    return rows, edges, problems
+            problems.append(_detect_failed(run_id, image, exc))
+            out.append(None)
+    return out
 
 
 def split_by_modality(nodes: list[dict], image_mode: str) -> tuple[list[dict], list[tuple[dict, str, list | None]]]:
@@ -259,7 +309,7 @@ def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSet
             if d.document["id"] in by_doc:  # build_nodes serialized the rest; objects are new
                 serialize_document(d.document, d.components, d.subcomponents)
     subcomponents = [s for d in docs for s in d.subcomponents]
-    embedder = load_embedder(settings.embed)
+    embedder = batch_embedder(settings, store)
     new_vectors: dict = {}
     with times.stage("embed"):
         nodes = components + subcomponents
@@ -277,6 +327,15 @@ def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSet
         new_vectors.update(embed_rows(documents, embedder, known))
     return ProcessedBatch(docs, errors, new_vectors, results + image_fetches, dict(times.seconds),
                           embedder.model_id, embedded=len(new_vectors), reused=len(nodes) + len(documents) - len(new_vectors))
+
+
+def batch_embedder(settings: BuildSettings, store: IndexStore):
+    """The embedder for a batch: loaded only once a text or picture misses the embedding cache
+    when the index already records the configured model (its id and dimension come from there)."""
+    recorded = (store.metadata() or {}).get("embedder")
+    if recorded and recorded.get("model_id") == configured_model_id(settings.embed):
+        return LazyEmbedder(settings.embed, recorded)
+    return load_embedder(settings.embed)
 
 
 def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[str]) -> BatchReport:
@@ -351,7 +410,7 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
         return 0
     live: set[str] = set()
     visual: list[dict] = []
-    columns = ["id", "kind", EMBED_FIELD, "parent_id", "image_key", "image_mime", "bbox"]
+    columns = ["id", "kind", EMBED_FIELD, "search_text", "parent_id", "image_key", "image_mime", "bbox"]
     for name in ("documents", "components", "subcomponents"):
         tbl = store.table(name)
         data = tbl.search().select([c for c in columns if c in tbl.schema.names]).limit(None).to_arrow()
@@ -372,9 +431,10 @@ def reembed_index(index_dir: str, embedder) -> int:
     (``tasks.serialize``); returns how many were embedded.
 
     Each node table is rewritten whole with the new search texts and vectors (a new table version:
-    readers pinned to older manifests keep the old space), the embedding cache is emptied, and the
-    index metadata names the new model and serialization. Re-running after a crash starts over
-    and converges.
+    readers pinned to older manifests keep the old space) and the index metadata names the new
+    model and serialization. Moving to another model empties the embedding cache; a move to
+    another serialization under the same model embeds only texts the cache lacks. Re-running
+    after a crash starts over and converges.
     """
     from schemas.tables import table_schemas
 
@@ -385,12 +445,17 @@ def reembed_index(index_dir: str, embedder) -> int:
     rows = {name: data.drop_columns(["vector"]).to_pylist() for name, data in tables.items()}
     _serialize_all(rows)
     text_rows, pixel_rows = split_by_modality(rows["components"] + rows["subcomponents"], embedder.image_mode)
+    same_model = ((store.metadata() or {}).get("embedder") or {}).get("model_id") == embedder.model_id
     known: dict = {}
+    if same_model:
+        known = store.cached_vectors([cache_key(embedder.model_id, embed_text(r)) for r in text_rows + rows["documents"]]
+                                     + [pixel_key(embedder.model_id, key, bbox) for _, key, bbox in pixel_rows])
     new = embed_rows(text_rows + rows["documents"], embedder, known)
     new.update(embed_pixels(pixel_rows, embedder, known, raw.get))
     for name, data in rows.items():
         store.db.create_table(name, data=pa.Table.from_pylist(data, schema=schemas[name]), mode="overwrite")
-    store.db.create_table("embeddings", schema=schemas["embeddings"], mode="overwrite")
+    if not same_model:
+        store.db.create_table("embeddings", schema=schemas["embeddings"], mode="overwrite")
     store.upsert("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v} for k, v in new.items()])
     store.remember(embedder=embedder.info.as_metadata(), serialization=SERIALIZATION)
     return len(new)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tasks.config import DetectConfig, SummarizeConfig
-from tasks.detect import Detector, DetectorConfigError, load_image, resolve_weights
+from tasks.detect import Detector, DetectorConfigError, load_image, resolve_weights, worth_detecting
 from tasks.embed import TextEmbedder
 from tasks.summarize import endpoint_summaries, extractive_summary
 
@@ -50,6 +50,34 @@ def test_embedding_after_detection_runs_on_the_configured_threads(tmp_path, monk
     assert torch.get_num_threads() == len(os.sched_getaffinity(0))
     TextEmbedder(EmbedConfig(device="cpu", threads=1)).embed(["rye bread"])
     assert torch.get_num_threads() == 1
+
+
+def test_batched_detection_matches_one_picture_at_a_time_and_keeps_the_threads(tmp_path, monkeypatch):
+    import torch
+    from PIL import Image
+
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
+    pictures = []
+    for name in ("bus.jpg", "zidane.jpg"):
+        with open(_asset(name), "rb") as fh:
+            pictures.append(load_image(fh.read()))
+    small = pictures[0].resize((150, 200))
+    pictures += [small, pictures[1]]
+    detector = Detector(DetectConfig(device="cpu", batch_size=2), resolve_weights(DetectConfig()))
+    assert detector.inference_size(*small.size) == 224 and detector.inference_size(810, 1080) == 640
+    assert detector.inference_size(40, 30) == 128
+    batched = detector.detect_many(pictures)
+    assert torch.get_num_threads() == len(os.sched_getaffinity(0))  # ultralytics lowered it; detect put it back
+    single = [detector.detect(p) for p in pictures]
+    assert len(batched) == 4 and batched[0] and batched[1]
+    for many, one in zip(batched, single, strict=True):
+        assert [label for label, _, _ in many] == [label for label, _, _ in one]
+        assert np.allclose([box for _, _, box in many], [box for _, _, box in one], atol=0.5)
+    assert batched[3] == batched[1]  # the same picture in another batch
+    blank = Image.new("RGB", (300, 200), (200, 200, 200))
+    icon = pictures[0].resize((32, 32))
+    cfg = DetectConfig()
+    assert [worth_detecting(p, cfg) for p in (pictures[0], small, blank, icon)] == [True, True, False, False]
 
 
 def test_weights_order_and_errors(tmp_path, monkeypatch):

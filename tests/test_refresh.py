@@ -56,6 +56,15 @@ def test_refresh_reembeds_only_what_changed(server, tmp_path, prefect_harness):
     first = build_index(seeds=str(seeds), index=index, settings=SETTINGS)
     assert first["status"] == "success"
 
+    from tasks import embed, embed_onnx
+
+    embed._MODELS.clear()
+    embed_onnx._SESSIONS.clear()
+    again = build_index(seeds=str(seeds), index=index, settings=SETTINGS)
+    assert again["embedded"] == 0 and again["documents_indexed"] == 4
+    assert not embed._MODELS and not embed_onnx._SESSIONS  # nothing to embed: no model was loaded
+    first = again
+
     same = refresh_index(index=index)
     assert same["status"] == "success" and same["embedded"] == 0
     assert same["changes"] == {"unchanged": 4, "changed": 0, "added": 0, "removed": 0}
