@@ -1,13 +1,16 @@
-"""Benchmark a full build of a folder of real HTML pages served from 127.0.0.1.
+"""Benchmark a full build of real HTML pages served from 127.0.0.1, with the defaults a user gets.
 
-Reads a folder of ``*.html`` files (``--pages DIR``, repeatable) and/or the 258 real-world pages
-of the npm package ``htmlparser-benchmark`` (``--htmlparser-benchmark``, fetched with ``npm pack``
-into the cache); serves them on 127.0.0.1, runs the ``build_index`` flow into a temporary index
-and prints pages/s, seconds per stage (with each stage's share), the counts per layer, and two
-plausibility checks computed independently from the raw HTML with lxml: table data rows and
-in-corpus links. Writes only temporary files.
+Reads a bench set (``--corpus ../shared/bench/wtq-dev``: its ``corpus/`` folder and ``urls.txt``),
+folders of ``*.html`` files (``--pages DIR``, repeatable) and/or the 258 real-world pages of the
+npm package ``htmlparser-benchmark``; serves them on 127.0.0.1 and runs the ``build_index`` flow in
+a fresh process into a temporary index. Prints pages/s, nodes/s, seconds per stage (with each
+stage's share), the build's peak RSS, and, measured in the same run, the floors: the default
+embedder's bare encode of the texts the build embedded and the detector's bare ``detect_many``
+over the pictures it ran on, at the same (default) threads. ``--reference REV`` builds the same
+pages with the code of another commit (a temporary git worktree) right before, for an A/B.
+Writes only temporary files.
 
-    .venv/bin/python bench/build.py --htmlparser-benchmark --pages /path/to/wikipedia/pages
+    .venv/bin/python bench/build.py --corpus ../shared/bench/wtq-dev [--limit 50] [--reference 3521fbd]
 """
 
 from __future__ import annotations
@@ -77,23 +80,111 @@ def independent_counts(root: Path, names: list[str], base: str) -> dict:
     return {"td_rows_in_html": rows, "in_corpus_links_in_html": links}
 
 
+CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import flows  # Prefect defaults before Prefect is imported
+from flows.build import build_index
+summary = build_index(seeds=sys.argv[2], index=sys.argv[3], settings=json.loads(sys.argv[4]))
+open(sys.argv[5], "w").write(json.dumps(summary, default=str))
+"""
+
+
+def run_build(code: Path, seeds: Path, index: str, settings: dict, out: Path) -> tuple[dict, float, float]:
+    """``build_index`` in a fresh process running ``code``: (summary, wall seconds, peak RSS GB).
+    RUSAGE_CHILDREN's maxrss is the largest finished child's: run one build at a time."""
+    import os
+    import resource
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", CHILD, str(code), str(seeds), index, json.dumps(settings), str(out)],
+                   check=True, cwd=code, env=env)
+    wall = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
+    return json.loads(out.read_text()), wall, peak
+
+
+def floors(index: str) -> dict:
+    """The bare default embedder over the unique texts the index's nodes were embedded from, and
+    the bare detector over the pictures the build would run it on, same threads (the defaults)."""
+    import lancedb
+
+    from tasks.config import DetectConfig, EmbedConfig
+    from tasks.detect import Detector, load_image, resolve_weights, worth_detecting
+    from tasks.embed import load_embedder
+    from tasks.rawstore import RawStore
+    from tasks.serialize import embed_text
+
+    db = lancedb.connect(index)
+    texts, keys = set(), []
+    for name in ("documents", "components", "subcomponents"):
+        for row in db.open_table(name).to_arrow().drop_columns(["vector"]).to_pylist():
+            texts.add(embed_text(row))
+            if row.get("kind") == "image" and row.get("image_key") and row.get("image_mime") != "image/svg+xml":
+                keys.append(row["image_key"])
+    embedder = load_embedder(EmbedConfig())
+    embedder.embed(["warm-up"])
+    started = time.perf_counter()
+    embedder.embed(sorted(texts, key=len, reverse=True))
+    out = {"texts": len(texts), "embed_s": time.perf_counter() - started, "backend": type(embedder).__name__}
+    raw, cfg = RawStore(index), DetectConfig()
+    pictures = [p for p in (load_image(raw.get(k)) for k in dict.fromkeys(keys)) if worth_detecting(p, cfg)]
+    out.update(pictures=len(pictures), detect_s=0.0)
+    weights = resolve_weights(cfg)
+    if pictures and weights is not None:
+        detector = Detector(cfg, weights)
+        detector.detect_many(pictures[:1])
+        started = time.perf_counter()
+        detector.detect_many(pictures)
+        out["detect_s"] = time.perf_counter() - started
+    return out
+
+
+def report(label: str, summary: dict, wall: float, peak: float) -> None:
+    secs = summary["seconds_by_stage"]
+    total = secs["total"]
+    counts = summary["counts"]
+    nodes = counts["documents"] + sum(counts["components"].values()) + sum(counts["subcomponents"].values())
+    print(f"{label}: status {summary['status']}, {summary['documents_indexed']} documents, {nodes} nodes; "
+          f"process {wall:.1f} s, flow {total:.1f} s → {summary['documents_indexed'] / total:.3f} pages/s, "
+          f"{nodes / total:.1f} nodes/s; peak RSS {peak:.2f} GB")
+    print("  stage         seconds   share")
+    for stage, value in sorted(secs.items(), key=lambda kv: -kv[1]):
+        if stage != "total":
+            print(f"  {stage:<13} {value:8.2f}  {100 * value / total:5.1f}%")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", help="a bench set folder with corpus/ and urls.txt (e.g. ../shared/bench/wtq-dev)")
+    parser.add_argument("--limit", type=int, default=0, help="build only the first N pages (0: all)")
+    parser.add_argument("--reference", help="also build with the code of this git commit, first (A/B)")
     parser.add_argument("--pages", action="append", default=[], help="folder of .html files (repeatable)")
     parser.add_argument("--htmlparser-benchmark", action="store_true", help="add the 258 pages of that npm package")
     parser.add_argument("--mirror", help="a real Wikipedia article (.html) to serve at its own /wiki/ link targets")
     parser.add_argument("--mirror-pages", type=int, default=300, help="how many link targets serve the mirror")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--batch-documents", type=int, default=64)
-    parser.add_argument("--parse-workers", type=int, default=0, help="processes that parse each batch (0: in-process)")
+    parser.add_argument("--setting", action="append", default=[], metavar="JSON",
+                        help="a settings override, e.g. '{\"embed\": {\"threads\": 1}}' (default: none, what users get)")
     parser.add_argument("--keep", help="keep the index in this directory")
     args = parser.parse_args()
 
     corpus = Path(tempfile.mkdtemp(prefix="laminae-bench-site-"))
+    names = []
+    if args.corpus:
+        root = Path(args.corpus) / "corpus"
+        for line in (Path(args.corpus) / "urls.txt").read_text().splitlines():
+            if line.strip():
+                rel = line.strip().split("/", 3)[3]
+                (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / rel, corpus / rel)
+                names.append(rel)
+        if (root / "images").is_dir():
+            shutil.copytree(root / "images", corpus / "images", dirs_exist_ok=True)
     sources = [Path(p) for p in args.pages]
     if args.htmlparser_benchmark:
         sources.append(fetch_htmlparser_benchmark(flows.cache_dir() / "bench"))
-    names = []
     for i, folder in enumerate(sources):
         for path in sorted(folder.rglob("*.html")):
             name = f"s{i}-{path.name}"
@@ -101,43 +192,54 @@ def main() -> int:
             names.append(name)
     if args.mirror:
         names.extend(make_mirror(Path(args.mirror), corpus, args.mirror_pages))
+    if args.limit:
+        names = names[: args.limit]
     if not names:
-        parser.error("no pages: pass --pages DIR and/or --htmlparser-benchmark")
+        parser.error("no pages: pass --corpus, --pages DIR and/or --htmlparser-benchmark")
     size_mb = sum((corpus / n).stat().st_size for n in names) / 1e6
-
-    from flows.build import build_index
+    settings: dict = {}
+    for item in args.setting:
+        settings.update(json.loads(item))
+    here = Path(__file__).resolve().parent.parent
 
     index = args.keep or tempfile.mkdtemp(prefix="laminae-bench-index-")
     with SiteServer(corpus) as site, tempfile.TemporaryDirectory() as tmp:
         seeds = Path(tmp) / "seeds.txt"
         seeds.write_text("\n".join(site.base_url + n for n in names) + "\n")
-        settings = {"embed": {"threads": args.threads}, "batch_documents": args.batch_documents,
-                    "crawl": {"respect_robots": False}, "runner": {"parse_workers": args.parse_workers}}
-        started = time.perf_counter()
-        summary = build_index(seeds=str(seeds), index=index, settings=settings)
-        wall = time.perf_counter() - started
+        print(f"corpus: {len(names)} pages, {size_mb:.1f} MB; settings {settings or 'defaults'}")
+        reference = None
+        if args.reference:
+            import subprocess
+
+            tree = Path(tmp) / "reference"
+            subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", str(tree), args.reference],
+                           check=True, capture_output=True)
+            try:
+                reference = run_build(tree, seeds, str(Path(tmp) / "ref-index"), settings, Path(tmp) / "ref.json")
+            finally:
+                subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(tree)], check=False)
+        summary, wall, peak = run_build(here, seeds, index, settings, Path(tmp) / "summary.json")
         check = independent_counts(corpus, names, site.base_url)
 
-    secs = summary["seconds_by_stage"]
-    total = secs["total"]
+    if reference:
+        report(f"reference {args.reference}", *reference)
+    report("this checkout", summary, wall, peak)
+    if reference:
+        ratio = (summary["documents_indexed"] / summary["seconds_by_stage"]["total"]) / (
+            reference[0]["documents_indexed"] / reference[0]["seconds_by_stage"]["total"])
+        print(f"pages/s vs {args.reference}: {ratio:.2f}x")
+    floor = floors(index)
+    total = summary["seconds_by_stage"]["total"]
+    print(f"floors (same texts and pictures, default threads): encode {floor['texts']} texts "
+          f"({floor['backend']}) {floor['embed_s']:.1f} s; detect {floor['pictures']} pictures "
+          f"{floor['detect_s']:.1f} s; build / sum of floors = {total / max(floor['embed_s'] + floor['detect_s'], 1e-9):.2f}")
     counts = summary["counts"]
-    print(f"corpus: {len(names)} pages, {size_mb:.1f} MB; status {summary['status']}, "
-          f"{summary['documents_indexed']} documents indexed")
-    print(f"wall {wall:.1f} s (incl. Prefect start-up), flow {total:.1f} s → "
-          f"{summary['documents_indexed'] / total:.2f} pages/s; without model load "
-          f"{summary['documents_indexed'] / (total - secs.get('load_model', 0)):.2f} pages/s")
-    print("stage         seconds   share")
-    for stage, value in sorted(secs.items(), key=lambda kv: -kv[1]):
-        if stage != "total":
-            print(f"{stage:<13} {value:8.2f}  {100 * value / total:5.1f}%")
     print("counts:", json.dumps({k: counts[k] for k in ("documents", "components", "subcomponents", "edges")}))
     print(f"links_to: {counts['links_to_resolved']} resolved in corpus, {counts['links_to_unresolved']} outside")
     print(f"embedded {summary['embedded']} texts, reused {summary['reused_vectors']}")
     print(f"errors: {summary['errors_by_stage']}; warnings: {summary['warnings_by_stage']}")
     print(f"check: table rows {counts['subcomponents'].get('row', 0)} vs <tr> with <td> in the HTML "
           f"{check['td_rows_in_html']} (the HTML count includes layout tables and navboxes laminae drops)")
-    print(f"check: in-corpus <a href> in the HTML {check['in_corpus_links_in_html']} (all, incl. navigation); "
-          "resolved link edges count component + sentence/row sources")
     if not args.keep:
         shutil.rmtree(index, ignore_errors=True)
     shutil.rmtree(corpus, ignore_errors=True)
