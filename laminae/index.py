@@ -10,6 +10,8 @@ late-interaction beam search.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,8 @@ LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
                "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
 RRF_K = 60
 FUSION_DEPTH = 100  # candidates each ranked list contributes to a fusion
+COVERAGE_DEPTH = 1000  # at least this many components are read per question term (a tenth of them when more)
+TERM = re.compile(r"\w+")
 MODES = ("auto", "dense", "fts", "hybrid")
 
 
@@ -367,6 +371,7 @@ class Index:
                 allowed = set(rows.tolist())
                 lists.append(np.array([r for r, _ in self._fts(query, 1, FUSION_DEPTH, None, documents)
                                        if r in allowed], dtype=np.int64))
+            lists.append(self._term_coverage(query, rows))
         fused_rows, fused = rrf(lists)
         return fused_rows, fused, similarity
 
@@ -384,6 +389,27 @@ class Index:
                   if allowed is None or c in allowed}  # scores arrive best first
         order = sorted(scored, key=lambda c: (-scored[c], c))
         return np.array(order, dtype=np.int64)
+
+    def _term_coverage(self, text: str, rows: np.ndarray) -> np.ndarray:
+        """Component rows ranked by how much of the question's vocabulary they hold anywhere in
+        their search text (title, section, caption and every sentence or row): the sum of the idf
+        of the question's terms they contain, with no term frequency and no length normalization,
+        so a table that names both entities of a question in different rows outranks a short
+        passage that repeats one. The full-text index decides what a term is (stemming, stop
+        words); a term in more than ``max(COVERAGE_DEPTH, components / 10)`` components counts
+        for its best-matching ones only, with the idf of that many."""
+        comps = self.graph.layers[1]
+        n = len(comps.ids)
+        if n == 0:
+            return np.zeros(0, np.int64)
+        depth = max(COVERAGE_DEPTH, n // 10)
+        score = np.zeros(n, np.float64)
+        for term in dict.fromkeys(TERM.findall(text.lower())):
+            found = self._fts(term, 1, depth, None, None)
+            if found:
+                score[[r for r, _ in found]] += math.log((n + 1) / (len(found) + 0.5))
+        candidates = rows[score[rows] > 0]
+        return _ranked(candidates, score[candidates], FUSION_DEPTH)
 
     def _fts(self, text: str, layer: int, k: int, kinds, documents) -> list[tuple[int, float]]:
         tbl = self.table(NODE_TABLES[layer])
@@ -408,12 +434,15 @@ class Index:
 
     # -- FiF -----------------------------------------------------------------------------------
     def documents(self, query, k: int = 10, granularity: int = 0, scope: str = "global",
-                  anchors: Sequence[str] | None = None, mode: str = "auto") -> list[Hit]:
+                  anchors: Sequence[str] | None = None, mode: str = "auto", direction: str = "both") -> list[Hit]:
         """FiF document-level hop: documents scored through their layer-g nodes.
 
-        ``scope="global"``: every document. ``scope="local"``: documents linked from the anchors
-        (document ids: from any of their components and subcomponents; component ids: from that
-        component and its sentences/rows). ``mode="dense"``: max similarity over the layer-g
+        ``scope="global"``: every document. ``scope="local"``: the anchors' neighbours along
+        hyperlinks. ``direction="out"``: documents linked from the anchors (document ids: from any
+        of their components and subcomponents; component ids: from that component and its
+        sentences/rows); ``"in"``: documents that link to the anchors' documents; ``"both"`` (the
+        default): either, so a hop from a passage reaches the table that cites it as well as a hop
+        from a table reaches its passages. ``mode="dense"``: max similarity over the layer-g
         nodes. ``mode="hybrid"`` (what ``auto`` means for a text query): g=0 fuses dense and
         full-text rankings of the documents; g=1 and g=2 rank documents by their best component in
         ``retrieve``'s fusion at that granularity (documents without any fused evidence follow,
@@ -423,11 +452,13 @@ class Index:
             raise ValueError(f"granularity must be 0, 1 or 2; got {granularity!r}")
         if scope not in ("global", "local"):
             raise ValueError(f"scope must be global or local; got {scope!r}")
+        if direction not in ("out", "in", "both"):
+            raise ValueError(f"direction must be out, in or both; got {direction!r}")
         mode = self._mode(query, mode)
         if mode == "fts":
             raise ValueError("documents() scores with mode dense, hybrid or auto")
         g = self.graph
-        candidates = self._linked(anchors) if scope == "local" else None
+        candidates = self._linked(anchors, direction) if scope == "local" else None
         if mode == "dense" or (granularity == 0 and mode == "auto" and not isinstance(query, str)):
             rows, scores = self._dense_documents(self._query_vector(query), granularity, candidates)
             return self._hits(0, rows, scores, k)
@@ -452,19 +483,27 @@ class Index:
         return self._hits(0, np.array(order, dtype=np.int64),
                           np.array([best.get(r, 0.0) for r in order], dtype=np.float32), k)
 
-    def _linked(self, anchors: Sequence[str] | None) -> np.ndarray:
-        """Document rows linked from the anchors (documents or components)."""
+    def _linked(self, anchors: Sequence[str] | None, direction: str = "out") -> np.ndarray:
+        """Document rows linked from (``out``), linking to (``in``) or either (``both``) the anchors
+        (documents or components; ``in`` reads a component's document)."""
         if not anchors:
             raise ValueError("scope='local' needs anchors: document or component ids")
         g = self.graph
         linked: set[int] = set()
         for anchor in anchors:
             if anchor in g.doc_position:
-                linked |= g.out_links.get(g.doc_position[anchor], set())
+                doc = g.doc_position[anchor]
+                if direction != "in":
+                    linked |= g.out_links.get(doc, set())
             elif anchor in g.layers[1].position:
-                linked |= g.component_links.get(g.layers[1].position[anchor], set())
+                row = g.layers[1].position[anchor]
+                doc = int(g.layers[1].doc[row])
+                if direction != "in":
+                    linked |= g.component_links.get(row, set())
             else:
                 raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
+            if direction != "out":
+                linked |= g.in_links.get(doc, set())
         return np.array(sorted(linked), dtype=np.int64)
 
     def _dense_documents(self, q: np.ndarray, granularity: int,

@@ -30,7 +30,8 @@ def make_synthetic_index(path: str, *, documents: int, components_per_document: 
                          subcomponents_per_component: int, dim: int = 384, links_per_document: int = 3,
                          seed: int = 0, chunk_documents: int = 2000, text_index: bool = True,
                          snapshot: bool = True) -> dict:
-    """Write a synthetic index; returns its sizes. Every 10th sentence mentions a rare word."""
+    """Write a synthetic index; returns its sizes. Every 10th sentence mentions a rare word; a
+    component's search text holds its subcomponents' (as a built one does)."""
     rng = np.random.default_rng(seed)
     store = IndexStore(path)
     store.prepare({"model_id": MODEL_ID, "dim": dim, "image_mode": "text_proxy"})
@@ -63,7 +64,9 @@ def make_synthetic_index(path: str, *, documents: int, components_per_document: 
                                     "parent_id": [doc_ids[d] for d in comp_doc], "kind": comp_kind.tolist(),
                                     "ordinal": np.tile(np.arange(components_per_document), n_docs).astype(np.int32),
                                     "text": [f"component {c}" for c in comp_ids],
-                                    "search_text": [f"component {c}" for c in comp_ids],
+                                    "search_text": [f"component {c}\n" + "\n".join(
+                                        sub_text[j * subcomponents_per_component:(j + 1) * subcomponents_per_component])
+                                        for j, c in enumerate(comp_ids)],
                                     "vector": _vector_column(_unit(rng, n_comp, dim))}),
             "subcomponents": pa.table({"id": sub_ids, "document_id": [doc_ids[comp_doc[p]] for p in sub_parent],
                                        "parent_id": [comp_ids[p] for p in sub_parent],

@@ -65,22 +65,28 @@ def test_global_document_hop(small, granularity):
 
 
 @pytest.mark.parametrize("granularity", [0, 1, 2])
-def test_local_document_hop(small, granularity):
+@pytest.mark.parametrize("direction", ["out", "in", "both"])
+def test_local_document_hop(small, granularity, direction):
     index, t = small
     q = _query(3)
     anchor = t["documents"][0]["id"]
     comp_doc = {c["id"]: c["document_id"] for c in t["components"]}
-    linked = {e["dst_id"] for e in t["edges"] if comp_doc[e["src_id"]] == anchor and e["dst_id"] != anchor}
-    assert linked and set(index.neighbors([anchor])) == linked
+    out = {e["dst_id"] for e in t["edges"] if comp_doc[e["src_id"]] == anchor and e["dst_id"] != anchor}
+    into = {comp_doc[e["src_id"]] for e in t["edges"] if e["dst_id"] == anchor and comp_doc[e["src_id"]] != anchor}
+    linked = {"out": out, "in": into, "both": out | into}[direction]
+    assert out and into and set(index.neighbors([anchor], direction)) == linked
     name = ("documents", "components", "subcomponents")[granularity]
     best: dict[str, float] = {}
     for r in t[name]:
         doc = r["id"] if granularity == 0 else r["document_id"]
         if doc in linked:
             best[doc] = max(best.get(doc, -np.inf), float(np.asarray(r["vector"]) @ q))
-    _same(index.documents(q, k=5, granularity=granularity, scope="local", anchors=[anchor]), _top(best, 5))
+    hop = index.documents(q, k=5, granularity=granularity, scope="local", anchors=[anchor], direction=direction)
+    _same(hop, _top(best, 5))
     with pytest.raises(ValueError, match="anchors"):
         index.documents(q, scope="local")
+    with pytest.raises(ValueError, match="direction"):
+        index.documents(q, scope="local", anchors=[anchor], direction="sideways")
 
 
 @pytest.mark.parametrize("granularity", [1, 2])

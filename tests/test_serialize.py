@@ -8,6 +8,8 @@ brute-force references.
 from __future__ import annotations
 
 import json
+import math
+import re
 
 import lancedb
 import numpy as np
@@ -132,6 +134,35 @@ def _by_score_then_id(comps, rows, scores):
     return sorted(zip(rows.tolist(), scores.tolist(), strict=True), key=lambda p: (-p[1], str(comps.ids[p[0]])))
 
 
+def _brute_coverage(index, text: str) -> list[int]:
+    """Components ranked by the summed idf of the question's words found in their search text."""
+    comps = index.graph.layers[1]
+    found = index.table("components").to_arrow().select(["id", "search_text"]).to_pylist()
+    words = {comps.position[r["id"]]: set(re.findall(r"\w+", r["search_text"].lower())) for r in found}
+    n = len(comps.ids)
+    score = dict.fromkeys(range(n), 0.0)
+    for term in set(re.findall(r"\w+", text.lower())):
+        holders = [r for r in range(n) if term in words[r]]
+        for r in holders:
+            score[r] += math.log((n + 1) / (len(holders) + 0.5))
+    return sorted((r for r in score if score[r] > 0), key=lambda r: (-score[r], r))[:100]
+
+
+def test_term_coverage_matches_a_brute_force_reference(synthetic, monkeypatch):
+    text = "sentence keyword10 keyword20 Keyword30 keyword10"
+    ranked = synthetic._term_coverage(text, np.arange(len(synthetic.graph.layers[1].ids)))
+    expected = _brute_coverage(synthetic, text)
+    assert ranked.tolist() == expected
+    assert len(expected) == 100 and set(ranked[:3].tolist()) == {3, 6, 10}  # the holders of rare words lead
+    # restricted to some components, only those rank
+    some = np.array([6, 10, 50, 51], dtype=np.int64)
+    assert synthetic._term_coverage(text, some).tolist() == [r for r in expected if r in {6, 10, 50, 51}]
+    # a word in more components than the depth counts for that many best matches, with their idf
+    monkeypatch.setattr(laminae.index, "COVERAGE_DEPTH", 7)
+    capped = synthetic._term_coverage("sentence", np.arange(len(synthetic.graph.layers[1].ids)))
+    assert len(capped) == 12  # max(7, 120 // 10)
+
+
 def test_retrieve_with_text_adds_the_full_text_ranking_of_components(synthetic):
     index = synthetic
     text = "keyword10"
@@ -155,6 +186,7 @@ def test_retrieve_with_text_adds_the_full_text_ranking_of_components(synthetic):
     lexical = {c: sorted(s, reverse=True)[0] + 0.5 * (sorted(s, reverse=True)[1] if len(s) > 1 else 0)
                for c, s in per_parent.items()}
     lists.append(sorted(lexical, key=lambda c: (-lexical[c], c)))
+    lists.append(_brute_coverage(index, text))
     expected_rows = [r for r, _ in _by_score_then_id(g.layers[1], *rrf([np.array(x) for x in lists]))]
     hits = fixed.retrieve(text, k=6)
     assert lexical and [h.id for h in hits] == [str(g.layers[1].ids[r]) for r in expected_rows[:6]]
