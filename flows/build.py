@@ -6,17 +6,20 @@ in ``runs`` and a new manifest. Runs on Prefect's ephemeral local API when no se
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from flows.runners import make_task_runner, resources
 from laminae.stats import table_stats
@@ -31,9 +34,11 @@ from tasks.embed import configured_model_id, load_embedder
 from tasks.isolated import close_pools
 from tasks.pipeline import (
     BatchReport,
+    ParsedBatch,
     ProcessedBatch,
     crawl_errors,
     fetch_row,
+    parse_batch,
     process_batch,
     prune_embedding_cache,
     reembed_index,
@@ -95,9 +100,10 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
 
 @task(name="process-batch", cache_policy=NO_CACHE)
 def process_documents(batch: list[FetchResult], index: str, settings: BuildSettings, run_id: str,
-                      seed_hosts: set[str]) -> ProcessedBatch:
-    """Parse, images, detect, embed, summarize: runs on the flow's process or a Dask/Ray worker."""
-    return process_batch(batch, index, settings, run_id, seed_hosts)
+                      seed_hosts: set[str], parsed: ParsedBatch | None = None) -> ProcessedBatch:
+    """Parse (unless ``parsed``), images, detect, embed, summarize: runs on the flow's process or a
+    Dask/Ray worker."""
+    return process_batch(batch, index, settings, run_id, seed_hosts, parsed)
 
 
 @task(name="write-batch", cache_policy=NO_CACHE)
@@ -110,11 +116,18 @@ def write_documents(processed: ProcessedBatch, index: str, run_id: str, seen: se
 
 def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildSettings, run_id: str,
                        seed_hosts: set[str]) -> Iterator[ProcessedBatch]:
-    """Processed batches in order: one after another here, or up to 2 × workers at a time on Dask/Ray."""
+    """Processed batches in order: here with the next batch parsed (and its pictures fetched) on a
+    thread while this one is detected, embedded and written; on Dask/Ray up to 2 × workers at a time.
+
+    Batches travel to Prefect tasks quoted: Prefect would otherwise walk every node row and vector
+    looking for futures, seconds per batch."""
     runner = make_task_runner(cfg.runner)
+    if runner is None and cfg.runner.overlap:
+        yield from _overlapped_batches(batches, index, cfg, run_id, seed_hosts)
+        return
     if runner is None:
         for batch in batches:
-            yield process_documents(batch, index, cfg, run_id, seed_hosts)
+            yield process_documents(quote(batch), index, cfg, run_id, seed_hosts)
         return
     bars = progress.current()
     log.info("running %d batches on %s%s", len(batches), cfg.runner.kind,
@@ -130,6 +143,26 @@ def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildS
             yield _collect(*pending.popleft(), bars)
         while pending:
             yield _collect(*pending.popleft(), bars)
+
+
+def _overlapped_batches(batches: list[list[FetchResult]], index: str, cfg: BuildSettings, run_id: str,
+                        seed_hosts: set[str]) -> Iterator[ProcessedBatch]:
+    """The local runner's batches: batch i + 1 is parsed on one thread while batch i is detected,
+    embedded and written on this one, so at most two parsed batches are held at once. Parsing is
+    Python (parse workers aside) while inference and writes run in native code, so the two share
+    the cores rather than waiting on each other."""
+    if not batches:
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="laminae-parse") as ahead:
+        def parse(batch: list[FetchResult]) -> Future:
+            return ahead.submit(contextvars.copy_context().run, parse_batch, batch, index, cfg, run_id, seed_hosts)
+
+        upcoming = parse(batches[0])
+        for number, batch in enumerate(batches):
+            parsed = upcoming.result()
+            if number + 1 < len(batches):
+                upcoming = parse(batches[number + 1])
+            yield process_documents(quote(batch), index, cfg, run_id, seed_hosts, quote(parsed))
 
 
 def _collect(batch: list[FetchResult], future, bars) -> ProcessedBatch:
@@ -292,7 +325,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     tick = time.perf_counter()
     try:
         for number, processed in enumerate(_processed_batches(batches, index, cfg, run_id, seed_hosts), 1):
-            report = write_documents(processed, index, run_id, seen)
+            report = write_documents(quote(processed), index, run_id, seen)
             resolved.update(report.resolved)
             errors.extend(report.errors)
             seconds.update(report.seconds)

@@ -163,6 +163,11 @@ class RunnerConfig(BaseModel):
         "sentence splitting) in parallel; 0 parses in the flow's process. Parsing is the slow stage once "
         "embedding runs on a GPU: give it the spare cores. Dask and Ray ignore it (batches run in parallel).",
     )
+    overlap: bool = Field(
+        True, description="Local runner: parse the next batch (and fetch its pictures) on a thread while this "
+        "one is detected, embedded and written; false runs the stages one after another and holds one "
+        "parsed batch instead of two.",
+    )
 
 
 class BuildSettings(BaseSettings):

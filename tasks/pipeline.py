@@ -276,26 +276,50 @@ class ProcessedBatch:
     reused: int = 0
 
 
+@dataclass
+class ParsedBatch:
+    """One batch's pages parsed into nodes, with their pictures fetched: what detection and
+    embedding start from."""
+
+    docs: list[DocumentNodes]
+    errors: list[dict]
+    image_fetches: list[FetchResult]
+    seconds: dict[str, float]
+
+
+def parse_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
+                seed_hosts: set[str]) -> ParsedBatch:
+    """Parse one batch of fetched pages and fetch their pictures into the raw store. Reads no
+    table, so it may run beside the detection, embedding and writing of the batch before it."""
+    times = StageTimes()
+    with times.stage("parse"):
+        docs, errors = parse_documents(results, index_dir, settings, run_id)
+    progress.current().advance("parse", len(results))
+    with times.stage("images"):
+        components = [c for d in docs for c in d.components]
+        image_fetches, problems = attach_images(components, settings.crawl, RawStore(index_dir), seed_hosts)
+        for comp, url, reason, message in problems:
+            errors.append(error_row(run_id, url, "image", reason, message, document=comp["document_id"]))
+    return ParsedBatch(docs, errors, image_fetches, dict(times.seconds))
+
+
 def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                  seed_hosts: set[str]) -> ProcessedBatch:
-    """Parse, fetch images, detect, embed and summarize one batch of fetched pages.
+                  seed_hosts: set[str], parsed: ParsedBatch | None = None) -> ProcessedBatch:
+    """Parse, fetch images, detect, embed and summarize one batch of fetched pages (``parsed``:
+    its ``parse_batch``, when that already ran).
 
     Reads the index (embedding and detection caches) and adds page and image bytes to its raw
     store (content-addressed, so workers may share it); writes no table, so batches can run in
     parallel on any task runner and ``write_batch`` applies them in order.
     """
+    if parsed is None:
+        parsed = parse_batch(results, index_dir, settings, run_id, seed_hosts)
     times = StageTimes()
+    times.seconds.update(parsed.seconds)
     raw = RawStore(index_dir)
     store = IndexStore(index_dir)
-    bars = progress.current()
-    with times.stage("parse"):
-        docs, errors = parse_documents(results, index_dir, settings, run_id)
-    bars.advance("parse", len(results))
+    docs, errors, image_fetches = parsed.docs, list(parsed.errors), parsed.image_fetches
     components = [c for d in docs for c in d.components]
-    with times.stage("images"):
-        image_fetches, problems = attach_images(components, settings.crawl, raw, seed_hosts)
-        for comp, url, reason, message in problems:
-            errors.append(error_row(run_id, url, "image", reason, message, document=comp["document_id"]))
     with times.stage("detect"):
         objects, object_edges, problems = detect_stage(components, raw, settings, store, run_id)
         errors.extend(problems)

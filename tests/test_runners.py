@@ -1,5 +1,6 @@
-"""The same build on the local runner, with parse worker processes, on a local Dask cluster and on a
-local Ray instance: same tables."""
+"""The same build on the local runner (the next batch parsed while this one embeds), with its stages
+one after another, with parse worker processes, on a local Dask cluster and on a local Ray instance:
+same tables."""
 
 from __future__ import annotations
 
@@ -37,19 +38,22 @@ def builds(tmp_path_factory, prefect_harness):
     with SiteServer(port=0) as site:
         seeds = tmp / "seeds.txt"
         seeds.write_text("\n".join(site.seeds()) + "\n")
-        for kind in ("local", "dask", "ray", "parse-workers"):
-            runner = {"kind": "local", "parse_workers": 2} if kind == "parse-workers" else {"kind": kind, "workers": 2}
+        for kind in ("local", "sequential", "dask", "ray", "parse-workers"):
+            runner = {"parse-workers": {"kind": "local", "parse_workers": 2},
+                      "sequential": {"kind": "local", "overlap": False}}.get(kind, {"kind": kind, "workers": 2})
             settings = {"embed": {"device": "cpu", "threads": 1}, "batch_documents": 4, "runner": runner}
             summary = build_index(seeds=str(seeds), index=str(tmp / kind), settings=settings)
             out[kind] = (tmp / kind, summary)
     return out
 
 
-@pytest.mark.parametrize("kind", ["dask", "ray", "parse-workers"])
+@pytest.mark.parametrize("kind", ["sequential", "dask", "ray", "parse-workers"])
 def test_cluster_runner_builds_the_same_tables(builds, kind):
     local_index, local = builds["local"]
     index, summary = builds[kind]
     assert summary["status"] == local["status"] == "success"
+    if kind == "sequential":  # one process, one cache: the overlap changes nothing but the timing
+        assert (summary["embedded"], summary["reused_vectors"]) == (local["embedded"], local["reused_vectors"])
     # the tables and their counts match; "embedded"/"reused" may not: parallel batches cannot reuse
     # each other's vectors from the cache, so a text shared by two batches is embedded twice
     assert summary["counts"] == local["counts"] and summary["documents_indexed"] == 14
