@@ -74,7 +74,7 @@ def mapped(index: laminae.Index, hits: list[laminae.index.Hit], k: int = 10) -> 
 
 
 def fif_hop(index: laminae.Index, q: str, mode: str) -> list[laminae.index.Hit]:
-    """FiF local hop: the best 3 documents, the 10 best documents they link to, their components."""
+    """FiF local hop: the best 3 documents, the 10 best documents linked to or from them, their components."""
     start = [h.id for h in index.documents(q, k=3, granularity=2, mode=mode)]
     linked = index.documents(q, k=10, granularity=2, scope="local", anchors=start, mode=mode) if start else []
     return index.components(q, start + [h.id for h in linked], k=10, granularity=2, mode=mode)
