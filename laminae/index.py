@@ -562,12 +562,12 @@ class Index:
         own vector when it has none), for the given component rows (default: all)."""
         g = self.graph
         comps, subs = g.layers[1], g.layers[2]
-        if rows is None:
+        rows_all = np.arange(len(comps.ids)) if rows is None else rows
+        if len(rows_all) * 4 >= len(comps.ids):  # a blocked scan of every subcomponent beats gathering most of them
             out = group_max(similarities(subs.vectors, queries), subs.parent_starts)
-            rows_all = np.arange(len(comps.ids))
+            out = out if rows is None else out[rows]
         else:
-            out = self._component_max(rows, queries)
-            rows_all = rows
+            out = self._component_max(rows_all, queries)
         lonely = np.flatnonzero(~np.isfinite(out[:, 0])) if len(out) else np.zeros(0, np.int64)
         if len(lonely):
             out[lonely] = comps.vectors[rows_all[lonely]] @ queries.T
