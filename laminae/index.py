@@ -231,19 +231,20 @@ class Index:
 
     def neighbors(self, document_ids: Sequence[str], direction: str = "out") -> list[str]:
         """Documents linked from (``out``), linking to (``in``) or either (``both``) these documents."""
-        if direction not in ("out", "in", "both"):
-            raise ValueError(f"direction must be out, in or both; got {direction!r}")
+        _check_direction(direction)
         g = self.graph
         out: set[int] = set()
         for doc in document_ids:
             d = g.doc_position.get(doc)
-            if d is None:
-                continue
-            if direction in ("out", "both"):
-                out |= g.out_links.get(d, set())
-            if direction in ("in", "both"):
-                out |= g.in_links.get(d, set())
+            if d is not None:
+                out |= self._doc_links(d, direction)
         return sorted(str(g.layers[0].ids[d]) for d in out)
+
+    def _doc_links(self, doc: int, direction: str) -> set[int]:
+        """Document rows linked from (``out``), linking to (``in``) or either (``both``) document row ``doc``."""
+        g = self.graph
+        return ((g.out_links.get(doc, set()) if direction != "in" else set())
+                | (g.in_links.get(doc, set()) if direction != "out" else set()))
 
     # -- search --------------------------------------------------------------------------------
     def _hits(self, layer: int, rows: np.ndarray | None, scores: np.ndarray, k: int) -> list[Hit]:
@@ -452,8 +453,7 @@ class Index:
             raise ValueError(f"granularity must be 0, 1 or 2; got {granularity!r}")
         if scope not in ("global", "local"):
             raise ValueError(f"scope must be global or local; got {scope!r}")
-        if direction not in ("out", "in", "both"):
-            raise ValueError(f"direction must be out, in or both; got {direction!r}")
+        _check_direction(direction)
         mode = self._mode(query, mode)
         if mode == "fts":
             raise ValueError("documents() scores with mode dense, hybrid or auto")
@@ -492,18 +492,15 @@ class Index:
         linked: set[int] = set()
         for anchor in anchors:
             if anchor in g.doc_position:
-                doc = g.doc_position[anchor]
-                if direction != "in":
-                    linked |= g.out_links.get(doc, set())
+                linked |= self._doc_links(g.doc_position[anchor], direction)
             elif anchor in g.layers[1].position:
                 row = g.layers[1].position[anchor]
-                doc = int(g.layers[1].doc[row])
-                if direction != "in":
+                if direction != "in":  # a component's own links, not its document's
                     linked |= g.component_links.get(row, set())
+                if direction != "out":
+                    linked |= self._doc_links(int(g.layers[1].doc[row]), "in")
             else:
                 raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
-            if direction != "out":
-                linked |= g.in_links.get(doc, set())
         return np.array(sorted(linked), dtype=np.int64)
 
     def _dense_documents(self, q: np.ndarray, granularity: int,
@@ -623,6 +620,11 @@ class Index:
             edges=[(str(comps.ids[u]), str(comps.ids[v]), s) for (u, v), s in ranked_edges],
             components=hits,
         )
+
+
+def _check_direction(direction: str) -> None:
+    if direction not in ("out", "in", "both"):
+        raise ValueError(f"direction must be out, in or both; got {direction!r}")
 
 
 def _ranked(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
