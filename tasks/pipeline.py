@@ -135,19 +135,24 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
             todo.append(image)
     detector = None
     skipped = 0
-    for start in range(0, len(todo), DETECT_CHUNK):  # decoded pictures held at once
+    same_picture: dict[str, list[dict]] = {}  # a picture on several pages is detected once
+    for image in todo:
+        same_picture.setdefault(image["image_key"], []).append(image)
+    pictures = list(same_picture.values())
+    for start in range(0, len(pictures), DETECT_CHUNK):  # decoded pictures held at once
         loaded = []
-        for image in todo[start:start + DETECT_CHUNK]:
+        for group in pictures[start:start + DETECT_CHUNK]:
             try:
-                pil = load_image(raw.get(image["image_key"]))
+                pil = load_image(raw.get(group[0]["image_key"]))
             except Exception as exc:  # one bad picture must not stop the batch
-                problems.append(_detect_failed(run_id, image, exc))
+                problems.extend(_detect_failed(run_id, image, exc) for image in group)
                 continue
             if worth_detecting(pil, settings.detect):
-                loaded.append((image, pil))
+                loaded.append((group, pil))
             else:
-                image["detected"] = True
-                skipped += 1
+                for image in group:
+                    image["detected"] = True
+                skipped += len(group)
         if not loaded:
             continue
         if detector is None:
@@ -158,15 +163,17 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
                                           f"ultralytics cannot be imported ({exc}); install the ml extra",
                                           severity="warning"))
                 return rows, edges, problems
-        for (image, pil), found in zip(loaded, _detect_all(detector, loaded, run_id, problems), strict=True):
+        for (group, pil), found in zip(loaded, _detect_all(detector, loaded, run_id, problems), strict=True):
             if found is None:
                 continue
-            new_rows, new_edges = object_rows(image, found, *pil.size, _id_maker(image["document_id"]))
-            rows.extend(new_rows)
-            edges.extend(new_edges)
-            image["detected"] = True
+            for image in group:
+                new_rows, new_edges = object_rows(image, found, *pil.size, _id_maker(image["document_id"]))
+                rows.extend(new_rows)
+                edges.extend(new_edges)
+                image["detected"] = True
     if todo:
-        log.info("detect: %d pictures, %d skipped as too small or blank", len(todo), skipped)
+        log.info("detect: %d pictures (%d distinct), %d skipped as too small or blank", len(todo),
+                 len(pictures), skipped)
     return rows, edges, problems
 
 
@@ -175,10 +182,11 @@ def _detect_failed(run_id: str, image: dict, exc: Exception) -> dict:
                      document=image["document_id"])
 
 
-def _detect_all(detector: Detector, loaded: list[tuple[dict, object]], run_id: str,
+def _detect_all(detector: Detector, loaded: list[tuple[list[dict], object]], run_id: str,
                 problems: list[dict]) -> list[list | None]:
-    """Detections of every loaded picture, batched; when a batch fails, its pictures are run one
-    at a time so that the error names the picture that caused it (None for that one)."""
+    """Detections of every loaded picture (with the image components that show it), batched; when
+    a batch fails, its pictures are run one at a time so that the error names the picture that
+    caused it (None for that one)."""
     try:
         return detector.detect_many([pil for _, pil in loaded])
     except DetectorConfigError:
@@ -186,13 +194,13 @@ def _detect_all(detector: Detector, loaded: list[tuple[dict, object]], run_id: s
     except Exception:  # noqa: BLE001 - retried one by one below, where each error is recorded
         pass
     out: list[list | None] = []
-    for image, pil in loaded:
+    for group, pil in loaded:
         try:
             out.append(detector.detect(pil))
         except DetectorConfigError:
             raise
         except Exception as exc:  # one bad picture must not stop the batch
-            problems.append(_detect_failed(run_id, image, exc))
+            problems.extend(_detect_failed(run_id, image, exc) for image in group)
             out.append(None)
     return out
 

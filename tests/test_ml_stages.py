@@ -80,6 +80,43 @@ def test_batched_detection_matches_one_picture_at_a_time_and_keeps_the_threads(t
     assert [worth_detecting(p, cfg) for p in (pictures[0], small, blank, icon)] == [True, True, False, False]
 
 
+def test_a_picture_shown_on_several_pages_is_detected_once(tmp_path, monkeypatch):
+    from tasks.config import BuildSettings
+    from tasks.pipeline import detect_stage
+    from tasks.rawstore import RawStore
+    from tasks.write import IndexStore
+
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path / "cache"))
+    raw, store = RawStore(tmp_path / "index"), IndexStore(tmp_path / "index")
+    store.prepare({"model_id": "m", "dim": 4, "image_mode": "text"})
+    keys = {}
+    for name in ("bus.jpg", "zidane.jpg"):
+        with open(_asset(name), "rb") as fh:
+            keys[name] = raw.put(fh.read())
+    images = [{"id": f"img-{doc}-{name}", "document_id": doc, "kind": "image", "image_key": keys[name],
+               "image_mime": "image/jpeg", "image_url": f"http://t.test/{name}", "text": name}
+              for doc, name in (("a", "bus.jpg"), ("b", "bus.jpg"), ("b", "zidane.jpg"))]
+    sizes = []
+    real = Detector.detect_many
+
+    def counted(self, pictures):
+        sizes.append(len(pictures))
+        return real(self, pictures)
+
+    monkeypatch.setattr(Detector, "detect_many", counted)
+    rows, edges, problems = detect_stage(images, raw, BuildSettings(), store, "run")
+    assert problems == [] and sizes == [2]  # two distinct pictures, one forward pass each
+    by_image: dict[str, list[dict]] = {}
+    for row in rows:
+        by_image.setdefault(row["parent_id"], []).append(row)
+    assert set(by_image) == {image["id"] for image in images}
+    a, b = by_image["img-a-bus.jpg"], by_image["img-b-bus.jpg"]
+    assert [(r["label"], r["bbox"]) for r in a] == [(r["label"], r["bbox"]) for r in b] and a
+    assert {r["document_id"] for r in b} == {"b"} and not {r["id"] for r in a} & {r["id"] for r in b}
+    assert sorted((e["src_id"], e["dst_id"]) for e in edges) == sorted((r["parent_id"], r["id"]) for r in rows)
+    assert all(image["detected"] for image in images)
+
+
 def test_weights_order_and_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
     with pytest.raises(DetectorConfigError, match="never downloaded"):
