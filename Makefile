@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test test-fast lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ install: $(STAMP)
 
 demo: install
 	$(BIN)/laminae demo
+
+# the loop while editing: the unit and stage tiers, without whole Prefect flows (tests/e2e)
+test-fast: install
+	$(BIN)/ruff check .
+	$(BIN)/pytest -m "not slow"
 
 lint: install
 	$(BIN)/ruff check .

@@ -26,9 +26,9 @@ from urllib.parse import urljoin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import flows  # noqa: E402,F401 - Prefect defaults before Prefect is imported
 from bench.corpora import fetch_htmlparser_benchmark  # noqa: E402
-from flows.demo import SiteServer  # noqa: E402
+from laminae import flows  # noqa: E402,F401 - Prefect defaults before Prefect is imported
+from laminae.flows.demo import SiteServer  # noqa: E402
 
 
 def make_mirror(article: Path, corpus: Path, pages: int) -> list[str]:
@@ -81,10 +81,26 @@ def independent_counts(root: Path, names: list[str], base: str) -> dict:
 
 
 CHILD = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import flows  # Prefect defaults before Prefect is imported
-from flows.build import build_index
+import importlib.util, json, os, sys
+code = sys.argv[1]
+sys.path.insert(0, code)
+
+
+def mount(name, folder):  # the builder folders of the code under test, whatever laminae is installed
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+if os.path.isdir(os.path.join(code, "tasks", "crawl")):  # the builder under laminae.* (issue 15 on)
+    for sub in ("schemas", "tasks", "flows"):  # flows last: it sets Prefect's defaults
+        mount("laminae." + sub, os.path.join(code, sub))
+    from laminae.flows.build import build_index
+else:  # earlier commits: top-level flows, tasks and schemas
+    import flows
+    from flows.build import build_index
 summary = build_index(seeds=sys.argv[2], index=sys.argv[3], settings=json.loads(sys.argv[4]))
 open(sys.argv[5], "w").write(json.dumps(summary, default=str))
 """
@@ -111,11 +127,12 @@ def floors(index: str) -> dict:
     the bare detector over the pictures the build would run it on, same threads (the defaults)."""
     import lancedb
 
-    from tasks.config import DetectConfig, EmbedConfig
-    from tasks.detect import Detector, load_image, resolve_weights, worth_detecting
-    from tasks.embed import load_embedder
-    from tasks.rawstore import RawStore
-    from tasks.serialize import embed_text
+    from laminae.schemas.pictures import load_image
+    from laminae.tasks.config import DetectConfig, EmbedConfig
+    from laminae.tasks.embed.embedders import load_embedder
+    from laminae.tasks.nodes.objects import Detector, resolve_weights, worth_detecting
+    from laminae.tasks.nodes.search_text import embed_text
+    from laminae.tasks.storage.rawstore import RawStore
 
     db = lancedb.connect(index)
     texts, keys = set(), []

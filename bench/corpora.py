@@ -28,11 +28,11 @@ SITE = Path(__file__).resolve().parent.parent / "examples" / "site"
 
 def site_texts(n: int) -> list[str]:
     """The sample site's component and subcomponent texts, made unique per copy, ``n`` of them."""
-    from schemas.ids import document_id
-    from tasks.config import ParseConfig
-    from tasks.crawl import FetchResult
-    from tasks.nodes import build_nodes
-    from tasks.parse_html import parse_html
+    from laminae.schemas.ids import document_id
+    from laminae.tasks.config import ParseConfig
+    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.nodes.build import build_nodes
+    from laminae.tasks.parse.html import parse_html
 
     base = []
     for path in sorted(SITE.glob("*.html")):

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import flows  # noqa: E402,F401
 from bench.corpora import site_texts  # noqa: E402
-from tasks.config import EmbedConfig  # noqa: E402
-from tasks.embed import TextEmbedder, cache_key, embed_rows  # noqa: E402
-from tasks.write import IndexStore  # noqa: E402
+from laminae import flows  # noqa: E402,F401
+from laminae.tasks.config import EmbedConfig  # noqa: E402
+from laminae.tasks.embed.embedders import TextEmbedder, cache_key, embed_rows  # noqa: E402
+from laminae.tasks.storage.index_store import IndexStore  # noqa: E402
 
 
 def main() -> int:

@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from tasks.config import EmbedConfig  # noqa: E402
-from tasks.embed import PROGRESS_CHUNK, TextEmbedder  # noqa: E402
-from tasks.embed_onnx import OnnxTextEmbedder  # noqa: E402
+from laminae.tasks.config import EmbedConfig  # noqa: E402
+from laminae.tasks.embed.embedders import PROGRESS_CHUNK, TextEmbedder  # noqa: E402
+from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder  # noqa: E402
 
 
 def node_texts(index: str, n: int, seed: int = 0) -> list[str]:
@@ -82,8 +82,8 @@ def main() -> int:
             setup = time.perf_counter() - start
             best, vectors = min((run(embedder, texts) for _ in range(args.repeats)), key=lambda r: r[0])
             results[name] = (setup, best, vectors)
-        script = ("import time; t = time.perf_counter(); from tasks.config import EmbedConfig; "
-                  "from tasks.embed_onnx import OnnxTextEmbedder; "
+        script = ("import time; t = time.perf_counter(); from laminae.tasks.config import EmbedConfig; "
+                  "from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder; "
                   f"OnnxTextEmbedder(EmbedConfig(device='cpu', threads={args.threads})); "
                   "print(f'{time.perf_counter() - t:.2f}')")
         root = Path(__file__).resolve().parent.parent

@@ -32,9 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpora import SITE, site_texts  # noqa: E402
-from tasks.config import DetectConfig, EmbedConfig  # noqa: E402
-from tasks.detect import Detector, resolve_weights  # noqa: E402
-from tasks.embed import ClipEmbedder, TextEmbedder, default_model_path, embed_rows  # noqa: E402
+from laminae.tasks.config import DetectConfig, EmbedConfig  # noqa: E402
+from laminae.tasks.embed.embedders import ClipEmbedder, TextEmbedder, default_model_path, embed_rows  # noqa: E402
+from laminae.tasks.nodes.objects import Detector, resolve_weights  # noqa: E402
 
 
 def site_images() -> list:
@@ -44,7 +44,7 @@ def site_images() -> list:
 
     from PIL import Image
 
-    from tasks.parse_pdf import parse_pdf
+    from laminae.tasks.parse.pdf import parse_pdf
 
     out = [Image.open(p).convert("RGB") for p in sorted(SITE.rglob("*")) if p.suffix in {".png", ".jpg", ".jpeg"}]
     for pdf in sorted(SITE.glob("*.pdf")) if importlib.util.find_spec("pymupdf") else []:

@@ -59,8 +59,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpora import fetch_htmlparser_benchmark  # noqa: E402
-from schemas import document_id  # noqa: E402
-from tasks.config import ParseConfig, cache_dir  # noqa: E402
+from laminae.schemas import document_id  # noqa: E402
+from laminae.tasks.config import ParseConfig, cache_dir  # noqa: E402
 
 KEYS = ("paragraphs", "tables", "table rows", "images")
 TINY = (b"<html><head><title>t</title></head><body><h1>Warm up</h1><p>One sentence. Two sentences.</p>"
@@ -96,9 +96,9 @@ def _version(dist: str) -> str:
 
 def setup_laminae() -> Tool:
     start = time.perf_counter()
-    from tasks.crawl import FetchResult
-    from tasks.nodes import build_nodes
-    from tasks.parse_html import parse_html
+    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.nodes.build import build_nodes
+    from laminae.tasks.parse.html import parse_html
 
     cfg = ParseConfig()
 
@@ -211,7 +211,7 @@ SETUPS: list[tuple[str, Callable[[], Tool], str]] = [
 
 
 def load_corpus(args: argparse.Namespace) -> tuple[list[Page], list[str]]:
-    from tasks.parse_html import decode_html
+    from laminae.tasks.parse.html import decode_html
 
     sources: list[tuple[str, Path]] = []
     if not args.no_htmlparser_benchmark:

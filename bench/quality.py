@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import laminae  # noqa: E402
-from flows.demo import SiteServer  # noqa: E402
+from laminae.flows.demo import SiteServer  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {"wtq-dev": {"follow_links": 0}, "hybridqa-dev": {"follow_links": 1}}

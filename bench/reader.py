@@ -53,7 +53,7 @@ def main() -> int:
 
     path = Path(args.index or tempfile.mkdtemp(prefix="laminae-bench-reader-"))
     if not (path / "_manifests" / "LATEST").exists():
-        from tasks.synthetic import make_synthetic_index
+        from bench.synthetic import make_synthetic_index
 
         start = time.perf_counter()
         sizes = make_synthetic_index(str(path), documents=args.documents, components_per_document=args.components,

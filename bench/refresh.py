@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import flows  # noqa: E402,F401
+from laminae import flows  # noqa: E402,F401
 
 WORDS = ["bread", "rye", "wheat", "flour", "oven", "crust", "crumb", "dough", "yeast", "salt", "water", "starter", "loaf", "baker", "market", "stall", "morning", "night", "village", "city", "grain", "mill", "stone", "steam", "heat", "shape", "proof", "bake", "knead", "rise", "sour", "sweet"]
 
@@ -98,7 +98,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
 
-    from flows.build import build_index, refresh_index
+    from laminae.flows.build import build_index, refresh_index
 
     site = Site(args.pages)
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,8 +29,8 @@ def one(pages: int, device: str, threads: int) -> dict:
     sys.path.insert(0, str(HERE))
     from refresh import Site
 
-    import flows  # noqa: F401
-    from flows.build import build_index
+    from laminae import flows  # noqa: F401
+    from laminae.flows.build import build_index
 
     site = Site(pages)
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tasks.synthetic_pdf import PdfWriter  # noqa: E402
+from bench.synthetic_pdf import PdfWriter  # noqa: E402
 
 SITE = Path(__file__).resolve().parent / "site"
 

@@ -8,7 +8,7 @@ timeout, and laminae's loggers forwarded into Prefect's run logs.
 import os
 from pathlib import Path
 
-from tasks.config import cache_dir
+from laminae.tasks.config import cache_dir
 
 for _key, _value in {
     "PREFECT_HOME": str(cache_dir() / "prefect"),

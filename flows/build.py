@@ -21,18 +21,19 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from flows.runners import make_task_runner, resources
+from laminae.flows.runners import make_task_runner, resources
+from laminae.schemas.storage import is_remote
+from laminae.schemas.tables import TABLES
 from laminae.stats import table_stats
-from schemas.storage import is_remote
-from schemas.tables import TABLES
-from tasks import progress
-from tasks.config import BuildSettings
-from tasks.crawl import PAGE_TYPES, FetchResult, crawl, host_of
-from tasks.detect import resolve_weights
-from tasks.edges import resolve_links
-from tasks.embed import configured_model_id, load_embedder
-from tasks.isolated import close_pools
-from tasks.pipeline import (
+from laminae.tasks.config import BuildSettings
+from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, host_of
+from laminae.tasks.crawl.seeds import Seed, read_seeds
+from laminae.tasks.embed.embedders import configured_model_id, load_embedder
+from laminae.tasks.nodes.links import resolve_links
+from laminae.tasks.nodes.objects import resolve_weights
+from laminae.tasks.nodes.search_text import SERIALIZATION
+from laminae.tasks.parse.isolated import close_pools
+from laminae.tasks.pipeline import (
     BatchReport,
     ParsedBatch,
     ProcessedBatch,
@@ -42,14 +43,13 @@ from tasks.pipeline import (
     process_batch,
     prune_embedding_cache,
     reembed_index,
-    superseded_documents,
     write_batch,
 )
-from tasks.rawstore import RawStore
-from tasks.report import run_markdown, write_report
-from tasks.seeds import Seed, read_seeds
-from tasks.serialize import SERIALIZATION
-from tasks.write import IndexConfigError, IndexStore
+from laminae.tasks.refresh import pages_of, plan_refresh, superseded_documents, unsettled_pages
+from laminae.tasks.report import progress
+from laminae.tasks.report.run_report import run_markdown, write_report
+from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
+from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.build")
 
@@ -259,7 +259,6 @@ def refresh_index(index: str, seeds: str | None = None, model: str | None = None
         return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed)
 
 
-GONE = ("http_404", "http_410")
 
 
 def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str = "build",
@@ -293,24 +292,18 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     errors = crawl_errors(results, run_id)
     failed_fetches = [r for r in results if not r.ok or r.content_type not in PAGE_TYPES]
 
-    pages = [r for r in results if r.ok and r.content_type in PAGE_TYPES]
+    pages = pages_of(results)
     changes: Counter[str] = Counter()
     if refresh:
         by_url = store.documents_by_url()
-        unchanged = [r for r in pages if r.url in by_url and (previous.get(r.url) or {}).get("raw_key") == r.raw_key
-                     and not rebuild_nodes]
-        store.upsert("fetches", [fetch_row(r, run_id) for r in unchanged])
-        pages = [r for r in pages if r not in unchanged]
-        gone = {r.url for r in results if r.error in GONE and r.url in by_url}
-        reached = {r.url for r in results}
-        transient = any(not r.ok and r.error not in GONE for r in results)
-        dropped = {u for u in by_url if u not in reached and (cfg.crawl.follow_links == 0 or not transient)}
-        store.delete_documents([by_url[u] for u in gone | dropped])
+        plan = plan_refresh(results, previous, by_url, cfg.crawl.follow_links, rebuild_nodes)
+        store.upsert("fetches", [fetch_row(r, run_id) for r in plan.unchanged])
+        pages = plan.parse
+        store.delete_documents(plan.removed)
         for e in errors:
-            if e["url"] in gone:
+            if e["url"] in plan.gone:
                 e["severity"], e["message"] = "warning", e["message"] + "; the page and its nodes were removed"
-        changes.update(unchanged=len(unchanged), changed=sum(r.url in by_url for r in pages),
-                       added=sum(r.url not in by_url for r in pages), removed=len(gone | dropped))
+        changes.update(plan.changes)
     store.append("errors", errors)
     store.upsert("fetches", [fetch_row(r, run_id) for r in failed_fetches])
 
@@ -338,8 +331,8 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
 
     if refresh:
         reparsed = {r.url for r in pages}
-        failed = {r.url for r in results if not r.ok and r.error not in GONE} | (reparsed - set(resolved))
-        superseded = superseded_documents(by_url, resolved, reparsed, failed - set(by_url))
+        unsettled = unsettled_pages(results, pages, resolved) - set(by_url)
+        superseded = superseded_documents(by_url, resolved, reparsed, unsettled)
         store.delete_documents(superseded)
         changes["removed"] += len(superseded)
 

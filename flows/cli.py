@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import flows  # noqa: F401 - sets Prefect's quiet offline defaults before Prefect is imported
+from laminae import flows  # noqa: F401 - sets Prefect's quiet offline defaults before Prefect is imported
 
 
 def _print_stats(stats: dict, out=None) -> None:
@@ -81,7 +81,7 @@ def _runner(args: argparse.Namespace) -> dict:
 
 def _merged_settings(overrides: dict):
     """Environment settings with command-line overrides on top, validated now (not mid-run)."""
-    from tasks.config import BuildSettings
+    from laminae.tasks.config import BuildSettings
 
     base = BuildSettings().model_dump()
     for key, value in overrides.items():
@@ -93,7 +93,7 @@ def _merged_settings(overrides: dict):
 
 
 def _run_build(seeds: str, index: str, follow_links: int, overrides: dict, reembed: bool = False) -> dict:
-    from flows.build import build_index
+    from laminae.flows.build import build_index
 
     settings = _merged_settings(overrides)
     return build_index(seeds=seeds, index=index, follow_links=follow_links, settings=settings.model_dump(),
@@ -113,7 +113,7 @@ def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
     else:
         print(f"index {index} (manifest {stats['manifest_version']}): {status}")
         _print_stats(stats)
-        from schemas.storage import IndexFiles
+        from laminae.schemas.storage import IndexFiles
 
         if IndexFiles(index).exists("report.html"):
             print(f"report          {index.rstrip('/')}/report.html")
@@ -121,7 +121,7 @@ def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from tasks.seeds import read_seeds
+    from laminae.tasks.crawl.seeds import read_seeds
 
     read_seeds(args.seeds)  # fail on a bad seeds file before Prefect starts
     summary = _run_build(args.seeds, args.index, args.follow_links, _settings(args), args.reembed)
@@ -129,8 +129,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    from flows.build import refresh_index
-    from tasks.seeds import read_seeds
+    from laminae.flows.build import refresh_index
+    from laminae.tasks.crawl.seeds import read_seeds
 
     if args.seeds:
         read_seeds(args.seeds)
@@ -142,7 +142,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from flows.serve import serve
+    from laminae.flows.serve import serve
 
     print(f"serving scheduled refreshes of {args.index} on {args.cron!r} (UTC); Ctrl-C stops", file=sys.stderr)
     serve(args.index, args.cron, args.name)
@@ -165,7 +165,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tasks.report import write_report
+    from laminae.tasks.report.run_report import write_report
 
     try:
         path = write_report(args.index, args.out)
@@ -177,7 +177,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from flows.demo import SiteServer
+    from laminae.flows.demo import SiteServer
 
     index = args.index or str(Path(tempfile.gettempdir()) / "laminae-demo-index")
     with SiteServer(port=args.port) as site, tempfile.TemporaryDirectory() as tmp:
@@ -280,13 +280,13 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from pydantic import ValidationError
 
-    from flows.runners import RunnerConfigError
-    from flows.serve import ScheduleError
-    from schemas.storage import StorageError
-    from tasks.detect import DetectorConfigError
-    from tasks.embed import EmbedderConfigError
-    from tasks.seeds import SeedsError
-    from tasks.write import IndexConfigError
+    from laminae.flows.runners import RunnerConfigError
+    from laminae.flows.serve import ScheduleError
+    from laminae.schemas.storage import StorageError
+    from laminae.tasks.crawl.seeds import SeedsError
+    from laminae.tasks.embed.embedders import EmbedderConfigError
+    from laminae.tasks.nodes.objects import DetectorConfigError
+    from laminae.tasks.storage.index_store import IndexConfigError
 
     try:
         return args.func(args)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from tasks.config import RunnerConfig
+from laminae.tasks.config import RunnerConfig
 
 
 class RunnerConfigError(ValueError):

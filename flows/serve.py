@@ -22,9 +22,9 @@ def refresh_deployment(index: str, cron: str = DEFAULT_CRON, name: str | None = 
     from prefect.client.schemas.schedules import CronSchedule
     from pydantic import ValidationError
 
-    from flows.build import refresh_index
-    from schemas.storage import is_remote
-    from tasks.write import IndexStore
+    from laminae.flows.build import refresh_index
+    from laminae.schemas.storage import is_remote
+    from laminae.tasks.storage.index_store import IndexStore
 
     try:
         CronSchedule(cron=cron)

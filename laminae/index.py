@@ -20,9 +20,18 @@ import lancedb
 import numpy as np
 
 from laminae.graph import Graph, group_max, similarities
+from laminae.schemas.pictures import crop_png
+from laminae.schemas.sql import sql_list
+from laminae.schemas.storage import (
+    MANIFEST_DIR,
+    IndexFiles,
+    StorageError,
+    is_remote,
+    snapshot_dir,
+    storage_options,
+)
+from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 from laminae.stats import table_stats
-from schemas.storage import IndexFiles, StorageError, is_remote, storage_options
-from schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 
 LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
                "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
@@ -52,14 +61,6 @@ class BeamResult:
 
     edges: list[tuple[str, str, float]]
     components: list[Hit]
-
-MANIFEST_DIR = "_manifests"
-SNAPSHOT_DIR = "_snapshots"
-
-
-def snapshot_dir(root: str, version: int) -> Path:
-    return Path(root) / SNAPSHOT_DIR / f"{version:08d}"
-
 
 class IndexOpenError(RuntimeError):
     """The index cannot be opened; the message says why and what to do."""
@@ -128,8 +129,9 @@ class Index:
         if self._embed is None:
             model = self.embedder["model_id"]
             try:
-                from tasks.config import EmbedConfig
-                from tasks.embed import DEFAULT_MODEL_ID, load_embedder
+                from laminae.tasks.config import EmbedConfig
+                from laminae.tasks.embed.embedders import load_embedder
+                from laminae.tasks.embed.runtime import DEFAULT_MODEL_ID
 
                 base, int8 = model.removesuffix("#onnx-int8"), model.endswith("#onnx-int8")
                 cfg = EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base,
@@ -170,7 +172,7 @@ class Index:
         """
         wanted = list(dict.fromkeys(ids))
         found: dict[str, dict] = {}
-        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in wanted)
+        quoted = sql_list(wanted)
         for layer, name in enumerate(NODE_TABLES):
             if not wanted:
                 break
@@ -418,10 +420,10 @@ class Index:
         query = tbl.search(text, query_type="fts", fts_columns=column).select(["id", "_score"]).limit(k)
         clauses = []
         if kinds is not None:
-            clauses.append("kind IN (" + ", ".join(f"'{x}'" for x in kinds) + ")")
+            clauses.append(f"kind IN ({sql_list(kinds)})")
         if documents is not None:
             column = "id" if layer == 0 else "document_id"
-            clauses.append(f"{column} IN (" + ", ".join("'" + d.replace("'", "''") + "'" for d in documents) + ")")
+            clauses.append(f"{column} IN ({sql_list(documents)})")
         if clauses:
             query = query.where(" AND ".join(clauses), prefilter=True)
         try:
@@ -649,16 +651,11 @@ def rrf(rankings: Sequence[np.ndarray], k: int = RRF_K) -> tuple[np.ndarray, np.
 
 
 def _crop(image: bytes, bbox: list[float]) -> bytes | None:
+    """The object's crop as PNG bytes; None without Pillow (the reader does not require it)."""
     try:
-        import io
-
-        from PIL import Image
+        return crop_png(image, bbox)
     except ImportError:
         return None
-    with Image.open(io.BytesIO(image)) as img:
-        out = io.BytesIO()
-        img.convert("RGB").crop(tuple(int(round(v)) for v in bbox)).save(out, "PNG")
-        return out.getvalue()
 
 
 def open_index(index_dir: str, version: int | None = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 
-from schemas.tables import COMPONENT_KINDS, EDGE_KINDS, SUBCOMPONENT_KINDS
+from laminae.schemas.tables import COMPONENT_KINDS, EDGE_KINDS, SUBCOMPONENT_KINDS
 
 
 def _value_counts(tbl, column: str) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """laminae's table contract: Arrow schemas and deterministic ids (imports only pyarrow)."""
 
-from schemas.ids import content_hash, digest, document_id, edge_id, node_id, normalize_url
-from schemas.tables import (
+from laminae.schemas.ids import content_hash, digest, document_id, edge_id, node_id, normalize_url
+from laminae.schemas.tables import (
     COMPONENT_KINDS,
     EDGE_KINDS,
     LAYERS,

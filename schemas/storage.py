@@ -14,7 +14,14 @@ import os
 import tempfile
 from pathlib import Path
 
+MANIFEST_DIR = "_manifests"  # one JSON per published build, LATEST names the newest
+SNAPSHOT_DIR = "_snapshots"  # the reader's in-memory view of a version, saved (local indexes)
 REMOTE_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://")
+
+
+def snapshot_dir(root: str | os.PathLike[str], version: int) -> Path:
+    """Where the reader's saved view of manifest ``version`` lives."""
+    return Path(root) / SNAPSHOT_DIR / f"{version:08d}"
 
 
 class StorageError(ValueError):

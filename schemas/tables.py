@@ -37,7 +37,7 @@ def documents_schema(dim: int) -> pa.Schema:
             pa.field("title", pa.string()),
             pa.field("summary", pa.string()),
             pa.field("text", pa.string()),  # what layer 0 embeds: title + summary (or lead text)
-            pa.field("search_text", pa.string()),  # what full-text search reads (tasks.serialize)
+            pa.field("search_text", pa.string()),  # what full-text search reads (laminae.tasks.nodes.search_text)
             pa.field("annotations", pa.string()),  # JSON object from the seeds file
             pa.field("content_type", pa.string()),
             pa.field("content_hash", pa.string()),  # sha256 of the raw body
@@ -60,7 +60,7 @@ def components_schema(dim: int) -> pa.Schema:
             pa.field("ordinal", pa.int32(), nullable=False),  # position in the document
             pa.field("section_path", pa.list_(pa.string())),  # heading hierarchy above it
             pa.field("text", pa.string()),  # paragraph text; linearized table; image text proxy
-            pa.field("search_text", pa.string()),  # title | section, then text (tasks.serialize)
+            pa.field("search_text", pa.string()),  # title | section, then text (laminae.tasks.nodes.search_text)
             pa.field("content_hash", pa.string()),  # of what was embedded
             # tables
             pa.field("caption", pa.string()),  # table caption or image caption
@@ -92,7 +92,7 @@ def subcomponents_schema(dim: int) -> pa.Schema:
             pa.field("kind", pa.string(), nullable=False),  # sentence | row | object
             pa.field("ordinal", pa.int32(), nullable=False),  # position within the parent
             pa.field("text", pa.string()),  # sentence; "header: cell | header: cell"; object proxy
-            pa.field("search_text", pa.string()),  # title | section | caption, then text (tasks.serialize)
+            pa.field("search_text", pa.string()),  # title | section | caption, then text (laminae.tasks.nodes.search_text)
             pa.field("content_hash", pa.string()),
             # sentences: [char_start, char_end) into the parent's text
             pa.field("char_start", pa.int32()),

@@ -16,20 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from schemas.ids import digest, node_id
-from tasks import progress
-from tasks.config import BuildSettings
-from tasks.crawl import PAGE_TYPES, FetchResult
-from tasks.detect import (
-    Detector,
-    DetectorConfigError,
-    contains_edge,
-    load_image,
-    object_rows,
-    resolve_weights,
-    worth_detecting,
-)
-from tasks.embed import (
+from laminae.schemas.ids import digest, node_id
+from laminae.schemas.pictures import load_image
+from laminae.tasks.config import BuildSettings
+from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
+from laminae.tasks.crawl.pictures import attach_images
+from laminae.tasks.embed.embedders import (
     LazyEmbedder,
     cache_key,
     configured_model_id,
@@ -38,13 +30,21 @@ from tasks.embed import (
     load_embedder,
     pixel_key,
 )
-from tasks.images import attach_images
-from tasks.nodes import DocumentNodes
-from tasks.parsing import duplicate_row, error_row, parse_documents
-from tasks.rawstore import RawStore
-from tasks.serialize import EMBED_FIELD, SERIALIZATION, embed_text, serialize_document
-from tasks.summarize import endpoint_summaries, extractive_summary, seq2seq_summaries
-from tasks.write import IndexStore
+from laminae.tasks.nodes.build import DocumentNodes
+from laminae.tasks.nodes.objects import (
+    Detector,
+    DetectorConfigError,
+    contains_edge,
+    object_rows,
+    resolve_weights,
+    worth_detecting,
+)
+from laminae.tasks.nodes.search_text import EMBED_FIELD, SERIALIZATION, embed_text, serialize_document
+from laminae.tasks.nodes.summaries import endpoint_summaries, extractive_summary, seq2seq_summaries
+from laminae.tasks.parse.pages import duplicate_row, error_row, parse_documents
+from laminae.tasks.report import progress
+from laminae.tasks.storage.index_store import IndexStore
+from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.pipeline")
 DETECT_CHUNK = 64
@@ -413,23 +413,6 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     return report
 
 
-def superseded_documents(by_url: dict[str, str], resolved: dict[str, str], reparsed: set[str],
-                         unsettled: set[str]) -> list[str]:
-    """Documents that a re-parsed page no longer resolves to (its canonical URL changed) and that no
-    page still holds.
-
-    ``by_url``: the page each document was recorded with before the run (one per document);
-    ``resolved``: the document each page parsed in this run resolves to; ``reparsed``: the pages
-    fetched anew in this run; ``unsettled``: pages of this run that failed (a transient error, a
-    parse error) and that ``by_url`` does not name. Such a page may share any document, so while
-    there is one nothing is superseded (the next refresh tries again)."""
-    if unsettled:
-        return []
-    live = set(resolved.values()) | {doc for url, doc in by_url.items() if url not in resolved}
-    old = {by_url[url] for url in reparsed if url in by_url and url in resolved and resolved[url] != by_url[url]}
-    return sorted(old - live)
-
-
 def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack: float) -> int:
     """Delete the embedding cache's vectors that no current node was embedded from, once the cache
     holds more than ``(1 + slack)`` × the node count; returns how many were deleted.
@@ -468,7 +451,7 @@ def reembed_index(index_dir: str, embedder) -> int:
     another serialization under the same model embeds only texts the cache lacks. Re-running
     after a crash starts over and converges.
     """
-    from schemas.tables import table_schemas
+    from laminae.schemas.tables import table_schemas
 
     store = IndexStore(index_dir)
     raw = RawStore(index_dir)

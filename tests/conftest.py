@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
-import flows  # noqa: F401 - Prefect's offline defaults before anything imports prefect
+from laminae import flows  # noqa: F401 - Prefect's offline defaults before anything imports prefect
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+GOLDEN = ROOT / "tests" / "golden"
 
 
 @dataclass
@@ -147,3 +152,24 @@ def tiny_clip(tmp_path_factory):
     CLIPModel(config).save_pretrained(path)
     CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(path)
     return str(path)
+
+
+def golden_text(path: Path, text: str) -> str:
+    """The expected text stored in ``path``. With ``LAMINAE_UPDATE_GOLDEN=1`` the file is rewritten
+    from ``text`` and the test fails, so that a run with the flag can never pass: review the diff,
+    then run again without it."""
+    if os.environ.get("LAMINAE_UPDATE_GOLDEN"):
+        before = path.read_text() if path.exists() else None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        pytest.fail(f"{path} {'unchanged' if before == text else 'rewritten'} (LAMINAE_UPDATE_GOLDEN is set): "
+                    "review the diff and run again without the flag", pytrace=False)
+    return path.read_text()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The end-to-end tier (tests/e2e: whole Prefect flows) is the slow one: ``-m "not slow"`` skips it."""
+    e2e = Path(__file__).resolve().parent / "e2e"
+    for item in items:
+        if e2e in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.slow)

@@ -1,0 +1,510 @@
+"""Crawl: fetch seed pages (optionally following links) and the images they reference.
+
+Reads seed URLs; writes raw bodies into the index's content-addressed ``RawStore`` and returns
+one ``FetchResult`` per URL (status, final URL, redirect chain, sniffed content type, raw key or
+the error that stopped it). Politeness: per-host concurrency and delay, robots.txt, bounded
+redirects, connect/read/total timeouts, body size caps, retries with backoff on transient errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urljoin, urlsplit
+from urllib.robotparser import RobotFileParser
+
+import httpx
+
+from laminae.schemas.ids import normalize_url
+from laminae.tasks.config import CrawlConfig
+from laminae.tasks.crawl.seeds import Seed
+from laminae.tasks.storage.rawstore import RawStore
+
+log = logging.getLogger("laminae.crawl")
+
+TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PDF_TYPE = "application/pdf"
+PAGE_TYPES = HTML_TYPES | {PDF_TYPE}  # what becomes a document
+ROBOTS_TTL = 3600.0  # seconds a robots.txt answer serves later crawlers in this process (image batches)
+_ROBOTS: dict[str, tuple[float, RobotFileParser | None]] = {}
+_SKIP_LINK_SUFFIXES = (
+    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
+    ".mp3", ".mp4", ".avi", ".mov", ".woff", ".woff2", ".ttf", ".exe", ".dmg", ".iso",
+)
+
+
+@dataclass
+class FetchResult:
+    """What happened when one URL was fetched; ``error`` is None on success."""
+
+    url: str
+    kind: str = "page"  # page | image
+    final_url: str | None = None
+    redirects: list[str] = field(default_factory=list)
+    status: int | None = None
+    content_type: str | None = None  # sniffed
+    declared_type: str | None = None  # from the Content-Type header
+    charset: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    raw_key: str | None = None
+    size: int = 0
+    error: str | None = None  # short reason: timeout, http_404, too_large, redirect_loop, ...
+    message: str | None = None
+    depth: int = 0
+    annotations: dict = field(default_factory=dict)
+    fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    not_modified: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _Failure(Exception):
+    def __init__(self, reason: str, message: str, *, transient: bool = False, status: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.reason, self.message, self.transient, self.status = reason, message, transient, status
+        self.retry_after = retry_after
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (delay-seconds or an HTTP date); None if absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def sniff_content_type(body: bytes, declared: str | None) -> str:
+    """The content type the bytes really are, trusting magic numbers over the header."""
+    head = body[:2048]
+    stripped = head.lstrip()
+    if stripped.startswith(b"%PDF-"):
+        return "application/pdf"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    lowered = stripped[:512].lower()
+    if lowered.startswith(b"<svg") or (lowered.startswith(b"<?xml") and b"<svg" in head.lower()):
+        return "image/svg+xml"
+    if b"\x00" in head:
+        return "application/octet-stream"
+    if any(tag in lowered for tag in (b"<!doctype html", b"<html", b"<head", b"<body")):
+        return "text/html"
+    if declared:
+        return declared
+    if any(tag in lowered for tag in (b"<p", b"<div", b"<h1", b"<table")):
+        return "text/html"
+    return "text/plain"
+
+
+def _parse_content_type(header: str | None) -> tuple[str | None, str | None]:
+    if not header:
+        return None, None
+    mime, _, params = header.partition(";")
+    charset = None
+    for param in params.split(";"):
+        key, _, value = param.strip().partition("=")
+        if key.lower() == "charset" and value:
+            charset = value.strip("\"' ").lower()
+    return mime.strip().lower() or None, charset
+
+
+def is_private_host(host: str) -> bool:
+    """True when ``host`` is, or resolves to, a loopback, private, link-local or reserved address."""
+    try:
+        addresses = [ipaddress.ip_address(host.strip("[]"))]
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(host, None)
+        except OSError:
+            return False
+        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    return any(a.is_private or a.is_loopback or a.is_link_local or a.is_reserved for a in addresses)
+
+
+def host_of(url: str) -> str:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+class Crawler:
+    """An async HTTP client with per-host politeness; use as ``async with Crawler(...) as c``."""
+
+    def __init__(
+        self,
+        cfg: CrawlConfig,
+        store: RawStore,
+        seed_hosts: Iterable[str],
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.seed_hosts = {h.lower() for h in seed_hosts}
+        self.allow_hosts = {h.lower() for h in cfg.allow_hosts}
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._global = asyncio.Semaphore(cfg.total_concurrency)
+        self._host_sems: dict[str, asyncio.Semaphore] = {}
+        self._host_next: dict[str, float] = {}
+        self._host_locks: dict[str, asyncio.Lock] = {}
+        self._robots: dict[str, RobotFileParser | None] = {}
+        self._robots_locks: dict[str, asyncio.Lock] = {}
+        self._private_cache: dict[str, bool] = {}
+
+    async def __aenter__(self) -> Crawler:
+        timeout = httpx.Timeout(
+            connect=self.cfg.timeout_connect, read=self.cfg.timeout_read,
+            write=self.cfg.timeout_read, pool=None,
+        )
+        self._client = httpx.AsyncClient(
+            timeout=timeout,
+            follow_redirects=False,
+            headers={"User-Agent": self.cfg.user_agent, "Accept-Encoding": "gzip, deflate"},
+            transport=self._transport,
+            trust_env=False,
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    # -- scope ---------------------------------------------------------------------------------
+    def in_scope(self, url: str) -> bool:
+        """May this URL be fetched at all: http(s) on a seed host or an allow-listed host."""
+        if urlsplit(url).scheme not in ("http", "https"):
+            return False
+        host = host_of(url)
+        bare = host.split(":")[0]
+        return host in self.seed_hosts or host in self.allow_hosts or bare in self.allow_hosts
+
+    async def may_follow(self, url: str) -> bool:
+        """In scope, and not on a private or loopback address unless its host is a seed host."""
+        if not self.in_scope(url):
+            return False
+        host = host_of(url)
+        if host in self.seed_hosts:
+            return True
+        bare = host.split(":")[0]
+        if bare not in self._private_cache:
+            self._private_cache[bare] = await asyncio.to_thread(is_private_host, bare)
+        return not self._private_cache[bare]
+
+    # -- politeness ----------------------------------------------------------------------------
+    async def _robots_for(self, url: str) -> RobotFileParser | None:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        lock = self._robots_locks.setdefault(origin, asyncio.Lock())
+        async with lock:
+            cached = _ROBOTS.get(origin)
+            if origin not in self._robots and cached and time.monotonic() - cached[0] < ROBOTS_TTL:
+                self._robots[origin] = cached[1]
+            if origin not in self._robots:
+                parser: RobotFileParser | None = None
+                try:
+                    assert self._client is not None
+                    resp = await self._client.get(origin + "/robots.txt", follow_redirects=True)
+                    if resp.status_code == 200 and len(resp.content) < 1_000_000:
+                        parser = RobotFileParser()
+                        parser.parse(resp.text.splitlines())
+                except httpx.HTTPError as exc:  # unreachable robots.txt: crawl as if none
+                    log.debug("robots.txt for %s unreadable: %s", origin, exc)
+                self._robots[origin] = parser
+                _ROBOTS[origin] = (time.monotonic(), parser)
+            return self._robots[origin]
+
+    async def _allowed(self, url: str) -> bool:
+        if not self.cfg.respect_robots:
+            return True
+        parser = await self._robots_for(url)
+        return parser is None or parser.can_fetch(self.cfg.user_agent, url)
+
+    async def _wait_turn(self, host: str, url: str) -> None:
+        delay = self.cfg.per_host_delay
+        if self.cfg.respect_robots:
+            parser = self._robots.get(f"{urlsplit(url).scheme}://{urlsplit(url).netloc}")
+            crawl_delay = parser.crawl_delay(self.cfg.user_agent) if parser else None
+            if crawl_delay:
+                delay = max(delay, float(crawl_delay))
+        if delay <= 0:
+            return
+        lock = self._host_locks.setdefault(host, asyncio.Lock())
+        async with lock:
+            now = time.monotonic()
+            wait = self._host_next.get(host, 0.0) - now
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._host_next[host] = max(now, self._host_next.get(host, 0.0)) + delay
+
+    # -- fetching ------------------------------------------------------------------------------
+    async def fetch(
+        self,
+        url: str,
+        *,
+        kind: str = "page",
+        etag: str | None = None,
+        last_modified: str | None = None,
+    ) -> FetchResult:
+        """Fetch one URL with retries on transient failures; never raises for bad input."""
+        result = FetchResult(url=url, kind=kind)
+        attempts = self.cfg.retries + 1
+        for attempt in range(attempts):
+            try:
+                await asyncio.wait_for(
+                    self._fetch_once(result, etag=etag, last_modified=last_modified),
+                    timeout=self.cfg.timeout_total,
+                )
+                return result
+            except _Failure as failure:
+                result.error, result.message = failure.reason, failure.message
+                result.status = failure.status if failure.status is not None else result.status
+                if not failure.transient or attempt == attempts - 1:
+                    return result
+                if failure.retry_after is not None:
+                    if failure.retry_after > self.cfg.max_retry_after:
+                        result.message += (f"; the server asked to retry after {failure.retry_after:g} s, more than "
+                                           f"max_retry_after ({self.cfg.max_retry_after:g} s)")
+                        return result
+                    await asyncio.sleep(failure.retry_after)
+                    continue
+            except TimeoutError:
+                result.error = "timeout"
+                result.message = f"no complete response within {self.cfg.timeout_total:g} s"
+                if attempt == attempts - 1:
+                    return result
+            await asyncio.sleep(self.cfg.backoff * (2**attempt))
+        return result
+
+    async def _fetch_once(self, result: FetchResult, *, etag: str | None, last_modified: str | None) -> None:
+        assert self._client is not None, "use Crawler as an async context manager"
+        result.error = result.message = None
+        result.redirects = []
+        max_bytes = self.cfg.max_image_bytes if result.kind == "image" else self.cfg.max_body_bytes
+        url = result.url
+        seen = {normalize_url(url)}
+        for _hop in range(self.cfg.max_redirects + 1):
+            if not self.in_scope(url):
+                raise _Failure("out_of_scope", f"{url} is not on a seed or allow-listed host")
+            if not await self._allowed(url):
+                raise _Failure("robots_disallowed", f"robots.txt disallows {url}")
+            host = host_of(url)
+            headers = {}
+            if etag:
+                headers["If-None-Match"] = etag
+            if last_modified:
+                headers["If-Modified-Since"] = last_modified
+            sem = self._host_sems.setdefault(host, asyncio.Semaphore(self.cfg.per_host_concurrency))
+            async with self._global, sem:
+                await self._wait_turn(host, url)
+                try:
+                    async with self._client.stream("GET", url, headers=headers) as resp:
+                        status = resp.status_code
+                        result.status = status
+                        if status in (301, 302, 303, 307, 308):
+                            location = resp.headers.get("location")
+                            if not location:
+                                raise _Failure("bad_redirect", f"HTTP {status} without Location", status=status)
+                            target = urljoin(url, location.strip())
+                            if normalize_url(target) in seen:
+                                raise _Failure("redirect_loop", f"redirect loop at {target}", status=status)
+                            seen.add(normalize_url(target))
+                            result.redirects.append(url)
+                            url = target
+                            continue
+                        if status == 304:
+                            result.not_modified = True
+                            result.final_url = url
+                            return
+                        if status >= 400:
+                            raise _Failure(
+                                f"http_{status}", f"HTTP {status} {resp.reason_phrase}",
+                                transient=status in TRANSIENT_STATUS, status=status,
+                                retry_after=retry_after_seconds(resp.headers.get("retry-after"))
+                                if status in (429, 503) else None,
+                            )
+                        declared, charset = _parse_content_type(resp.headers.get("content-type"))
+                        length = resp.headers.get("content-length")
+                        if length and length.isdigit() and int(length) > max_bytes:
+                            raise _Failure("too_large", f"Content-Length {length} exceeds {max_bytes} bytes")
+                        chunks: list[bytes] = []
+                        size = 0
+                        async for chunk in resp.aiter_bytes():
+                            size += len(chunk)
+                            if size > max_bytes:
+                                raise _Failure("too_large", f"body exceeds {max_bytes} bytes")
+                            chunks.append(chunk)
+                        body = b"".join(chunks)
+                        result.etag = resp.headers.get("etag")
+                        result.last_modified = resp.headers.get("last-modified")
+                except httpx.TimeoutException as exc:
+                    raise _Failure("timeout", f"{type(exc).__name__} after "
+                                   f"{self.cfg.timeout_read:g} s", transient=True) from None
+                except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                    raise _Failure("connection", f"{type(exc).__name__}: {exc}", transient=True) from None
+                except httpx.DecodingError as exc:
+                    raise _Failure("bad_encoding", f"undecodable transfer encoding: {exc}") from None
+                except httpx.HTTPError as exc:
+                    raise _Failure("http_error", f"{type(exc).__name__}: {exc}") from None
+            result.final_url = url
+            result.declared_type, result.charset = declared, charset
+            result.size = len(body)
+            if not body:
+                raise _Failure("empty_body", "the response body is empty", status=status)
+            result.content_type = sniff_content_type(body, declared)
+            result.raw_key = self.store.put(body)
+            return
+        raise _Failure("too_many_redirects", f"more than {self.cfg.max_redirects} redirects from {result.url}")
+
+
+def extract_links(body: bytes, base_url: str) -> list[str]:
+    """Absolute http(s) targets of ``<a href>`` in a page, for link following (cheap, lxml)."""
+    import lxml.html
+
+    try:
+        root = lxml.html.fromstring(body)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    base = root.find(".//base[@href]")
+    base_url = urljoin(base_url, base.get("href")) if base is not None else base_url
+    out = []
+    for a in root.iterfind(".//a[@href]"):
+        href = (a.get("href") or "").strip()
+        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
+            continue
+        target = urljoin(base_url, href)
+        if urlsplit(target).scheme in ("http", "https") and not urlsplit(target).path.lower().endswith(
+            _SKIP_LINK_SUFFIXES
+        ):
+            out.append(target.split("#", 1)[0])
+    return out
+
+
+def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
+    """Absolute http(s) targets of a PDF's URI links, for link following (none if it will not open)."""
+    from laminae.tasks.parse.pdf import link_target
+
+    try:
+        import pymupdf
+
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        with pymupdf.open(stream=body, filetype="pdf") as doc:
+            if doc.needs_pass:
+                return []
+            targets = [link_target(link, base_url) for page in doc for link in page.get_links()]
+    except Exception:  # a broken PDF is reported by the parse stage, not here
+        return []
+    return [t for t in targets if t and not urlsplit(t).path.lower().endswith(_SKIP_LINK_SUFFIXES)]
+
+
+async def crawl_async(
+    seeds: list[Seed],
+    cfg: CrawlConfig,
+    store: RawStore,
+    *,
+    on_result: Callable[[FetchResult], None] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    previous: dict[str, dict] | None = None,
+) -> list[FetchResult]:
+    """Fetch the seeds, then breadth-first in-scope links up to ``cfg.follow_links`` deep.
+
+    ``previous`` (URL → the last ``fetches`` row) makes requests conditional (ETag,
+    Last-Modified); a 304 answer carries the previous raw key, type and final URL. A crawl of
+    pages starts with fresh robots.txt answers, which the image fetches of its batches reuse.
+    """
+    _ROBOTS.clear()
+    previous = previous or {}
+    seed_hosts = {host_of(s.url) for s in seeds}
+    results: list[FetchResult] = []
+    seen: set[str] = set()
+    frontier: list[tuple[str, dict]] = []
+    for seed in seeds:
+        key = normalize_url(seed.url)
+        if key not in seen:
+            seen.add(key)
+            frontier.append((seed.url, seed.annotations))
+    async with Crawler(cfg, store, seed_hosts, transport=transport) as crawler:
+        for depth in range(cfg.follow_links + 1):
+            fetched = await asyncio.gather(*(
+                crawler.fetch(url, etag=previous.get(url, {}).get("etag"),
+                              last_modified=previous.get(url, {}).get("last_modified"))
+                for url, _ in frontier))
+            next_frontier: list[tuple[str, dict]] = []
+            for res, (_, annotations) in zip(fetched, frontier, strict=True):
+                res.depth, res.annotations = depth, annotations
+                before = previous.get(res.url)
+                if res.not_modified and before and before.get("raw_key") in store:
+                    res.raw_key, res.content_type = before["raw_key"], before["content_type"]
+                    res.final_url, res.size = before.get("final_url") or res.url, before.get("size") or 0
+                    res.etag = res.etag or before.get("etag")
+                    res.last_modified = res.last_modified or before.get("last_modified")
+                elif res.not_modified:  # a 304 for a page whose bytes we lack: fetch it whole
+                    res = await crawler.fetch(res.url)
+                    res.depth, res.annotations = depth, annotations
+                results.append(res)
+                if on_result:
+                    on_result(res)
+                if res.final_url:
+                    seen.add(normalize_url(res.final_url))
+                if depth == cfg.follow_links or not res.ok or res.content_type not in PAGE_TYPES or not res.raw_key:
+                    continue
+                extract = extract_pdf_links if res.content_type == PDF_TYPE else extract_links
+                for link in extract(store.get(res.raw_key), res.final_url or res.url):
+                    key = normalize_url(link)
+                    if key in seen or len(seen) >= cfg.max_pages:
+                        continue
+                    if await crawler.may_follow(link):
+                        seen.add(key)
+                        next_frontier.append((link, {}))
+            frontier = next_frontier
+            if not frontier:
+                break
+    return results
+
+
+def crawl(seeds: list[Seed], cfg: CrawlConfig, store: RawStore, **kwargs) -> list[FetchResult]:
+    """Synchronous wrapper of :func:`crawl_async`."""
+    return asyncio.run(crawl_async(seeds, cfg, store, **kwargs))
+
+
+async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore,
+                              seed_hosts: set[str]) -> dict[str, FetchResult]:
+    async with Crawler(cfg, store, seed_hosts) as crawler:
+        results = await asyncio.gather(*(crawler.fetch(u, kind="image") for u in urls))
+    return dict(zip(urls, results, strict=True))
+
+
+def fetch_images(urls: Iterable[str], cfg: CrawlConfig, store: RawStore,
+                 seed_hosts: set[str]) -> dict[str, FetchResult]:
+    """Fetch image URLs under the page rules; out-of-scope URLs come back with error ``out_of_scope``."""
+    unique = list(dict.fromkeys(urls))
+    if not unique:
+        return {}
+    return asyncio.run(_fetch_images_async(unique, cfg, store, seed_hosts))

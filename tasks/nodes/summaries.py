@@ -1,0 +1,130 @@
+"""Summarize: a document's sentences → a short layer-0 summary.
+
+Reads the sentences of a document (in order) with their vectors, or its text for the model and
+endpoint modes; writes nothing. Extractive (default): the sentences closest to the document's
+centroid, picked with maximal marginal relevance for diversity, bounded in count and length,
+returned in document order. ``seq2seq``: a transformers model. ``endpoint``: an OpenAI-compatible
+chat endpoint (base URL, model, key from the environment) with timeouts, retries and a
+concurrency limit; when it fails the caller falls back to extractive and records a warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import numpy as np
+
+from laminae.tasks.config import SummarizeConfig
+
+
+def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: SummarizeConfig) -> str | None:
+    """Central, mutually diverse sentences of a document, in document order."""
+    if not sentences:
+        return None
+    vecs = np.asarray(vectors, dtype=np.float32)
+    centroid = vecs.mean(axis=0)
+    norm = float(np.linalg.norm(centroid))
+    if norm == 0:
+        return None
+    relevance = vecs @ (centroid / norm)
+    chosen: list[int] = []
+    size = 0
+    candidates = set(range(len(sentences)))
+    lam = 1.0 - cfg.diversity
+    while candidates and len(chosen) < cfg.max_sentences:
+        if chosen:
+            redundancy = (vecs[list(candidates)] @ vecs[chosen].T).max(axis=1)
+        else:
+            redundancy = np.zeros(len(candidates), dtype=np.float32)
+        order = list(candidates)
+        scores = lam * relevance[order] - (1 - lam) * redundancy
+        best = order[int(np.argmax(scores))]
+        candidates.discard(best)
+        if size + len(sentences[best]) > cfg.max_chars and chosen:
+            continue
+        chosen.append(best)
+        size += len(sentences[best]) + 1
+    text = " ".join(sentences[i] for i in sorted(chosen))
+    return text[: cfg.max_chars].strip() or None
+
+
+_SEQ2SEQ: dict[str, tuple[object, object]] = {}
+_LOCK = threading.Lock()
+
+
+def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu") -> list[str]:
+    """Abstractive summaries by a local transformers seq2seq model (loaded once per process)."""
+    if not cfg.model:
+        raise ValueError("summarize.mode=seq2seq needs summarize.model (a transformers id or local path)")
+    with _LOCK:
+        if cfg.model not in _SEQ2SEQ:
+            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(cfg.model)
+            model = AutoModelForSeq2SeqLM.from_pretrained(cfg.model).to(device).eval()
+            _SEQ2SEQ[cfg.model] = (tok, model)
+    tok, model = _SEQ2SEQ[cfg.model]
+    import torch
+
+    limit = min(getattr(model.config, "max_position_embeddings", None) or 512, tok.model_max_length)
+    out = []
+    with torch.inference_mode():
+        for text in texts:
+            enc = tok(text[: cfg.input_chars], return_tensors="pt", truncation=True, max_length=limit).to(device)
+            ids = model.generate(**enc, max_new_tokens=max(16, cfg.max_chars // 4), num_beams=2)
+            out.append(tok.decode(ids[0], skip_special_tokens=True).strip()[: cfg.max_chars])
+    return out
+
+
+class EndpointError(RuntimeError):
+    """The summary endpoint could not be used; the message says why."""
+
+
+async def _endpoint_async(texts: list[str], cfg: SummarizeConfig) -> list[str | BaseException]:
+    import httpx
+
+    if not cfg.base_url or not cfg.endpoint_model:
+        raise EndpointError("summarize.mode=endpoint needs summarize.base_url and summarize.endpoint_model")
+    key = os.environ.get(cfg.api_key_env, "")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    url = cfg.base_url.rstrip("/") + "/chat/completions"
+    sem = asyncio.Semaphore(cfg.concurrency)
+
+    async def one(client: httpx.AsyncClient, text: str) -> str:
+        body = {
+            "model": cfg.endpoint_model,
+            "messages": [
+                {"role": "system", "content": f"Summarize the document in at most {cfg.max_sentences} "
+                 "sentences. Answer with the summary only."},
+                {"role": "user", "content": text[: cfg.input_chars]},
+            ],
+            "temperature": 0,
+        }
+        last: Exception | None = None
+        for attempt in range(cfg.retries + 1):
+            async with sem:
+                try:
+                    resp = await client.post(url, json=body, headers=headers)
+                    if resp.status_code in (408, 429) or resp.status_code >= 500:
+                        raise EndpointError(f"HTTP {resp.status_code} from {url}")
+                    if resp.status_code >= 400:
+                        raise EndpointError(f"HTTP {resp.status_code} from {url}: {resp.text[:200]}")
+                    content = resp.json()["choices"][0]["message"]["content"]
+                    return str(content).strip()[: cfg.max_chars]
+                except (httpx.HTTPError, EndpointError, KeyError, IndexError, ValueError) as exc:
+                    last = exc
+                    if isinstance(exc, EndpointError) and "HTTP 4" in str(exc) and "429" not in str(exc) \
+                            and "408" not in str(exc):
+                        break
+            await asyncio.sleep(0.2 * 2**attempt)
+        raise EndpointError(f"{type(last).__name__}: {last}")
+
+    async with httpx.AsyncClient(timeout=cfg.timeout, trust_env=False) as client:
+        return await asyncio.gather(*(one(client, t) for t in texts), return_exceptions=True)
+
+
+def endpoint_summaries(texts: list[str], cfg: SummarizeConfig) -> list[str | BaseException]:
+    """One summary per text from the chat endpoint; a failed text gets its exception instead."""
+    return asyncio.run(_endpoint_async(texts, cfg))

@@ -1,0 +1,148 @@
+"""Parse: fetched pages → node rows, in the calling process or in worker processes.
+
+Reads each page's bytes from the index's raw store and adds the images a PDF embeds to it;
+returns ``DocumentNodes`` and error rows and writes no table. Imports no model and no LanceDB,
+so worker processes start light.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+from laminae.schemas.ids import digest, document_id
+from laminae.tasks.config import BuildSettings
+from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, FetchResult
+from laminae.tasks.crawl.pictures import check_image
+from laminae.tasks.nodes.build import DocumentNodes, build_nodes
+from laminae.tasks.parse.html import ParseError, parse_html
+from laminae.tasks.parse.isolated import WorkerCrash, worker_pool
+from laminae.tasks.parse.pdf import PdfError, parse_pdf
+from laminae.tasks.storage.rawstore import RawStore
+
+log = logging.getLogger("laminae.parse")
+
+
+def error_row(run_id: str, url: str | None, stage: str, reason: str, message: str,
+              *, severity: str = "error", document: str | None = None) -> dict:
+    return {
+        "id": "x" + digest(run_id, url or "", stage, reason, message),
+        "run_id": run_id,
+        "url": url,
+        "document_id": document,
+        "stage": stage,
+        "severity": severity,
+        "reason": reason,
+        "message": message,
+        "created_at": datetime.now(UTC),
+    }
+
+
+def document_id_for(res: FetchResult, canonical: str | None) -> tuple[str, str | None]:
+    """The document id of a fetched page; a canonical URL on another host is not trusted."""
+    final = res.final_url or res.url
+    if canonical and urlsplit(canonical).hostname == urlsplit(final).hostname:
+        return document_id(canonical), None
+    warning = f"canonical_ignored: {canonical} is on another host than {final}" if canonical else None
+    return document_id(final), warning
+
+
+def store_pdf_images(page, raw: RawStore) -> None:
+    """Put the images a PDF embeds into the raw store; their components keep the key."""
+    for comp in page.components:
+        if comp.image_data is None:
+            continue
+        check = check_image(comp.image_data, comp.image_mime)
+        if check.error:
+            page.warnings.append(f"{check.error}: image on page {comp.page}: {check.message}")
+        else:
+            comp.image_key = raw.put(comp.image_data)
+            comp.image_mime, comp.width, comp.height = check.mime, check.width, check.height
+        comp.image_data = None
+
+
+def duplicate_row(run_id: str, url: str, doc_id: str) -> dict:
+    return error_row(run_id, url, "parse", "duplicate_document",
+                     f"same canonical URL as a page already indexed in this run ({doc_id})",
+                     severity="warning", document=doc_id)
+
+
+def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildSettings,
+                    run_id: str) -> tuple[list[DocumentNodes], list[dict]]:
+    """Parse the batch's pages into node rows; a page that fails becomes an error row. A second page
+    with the same document id in the batch is skipped (``write_batch`` does the same across batches).
+
+    With ``runner.parse_workers`` on the local runner, the pages are parsed in that many worker
+    processes (on Dask and Ray the batches already run in parallel); a page that kills its worker
+    twice becomes a ``parser_crashed`` error row."""
+    pages = [r for r in results if r.ok and r.content_type in PAGE_TYPES]
+    calls = [(res, index_dir, settings, run_id) for res in pages]
+    if settings.runner.parse_workers and settings.runner.kind == "local" and len(pages) > 1:
+        outcomes = worker_pool(settings.runner.parse_workers).map(parse_page, calls)
+    else:
+        outcomes = [parse_page(*call) for call in calls]
+    docs: list[DocumentNodes] = []
+    errors: list[dict] = []
+    seen: set[str] = set()
+    for res, outcome in zip(pages, outcomes, strict=True):
+        if isinstance(outcome, WorkerCrash):
+            errors.append(error_row(run_id, res.url, "parse", "parser_crashed",
+                                    f"the parser's process died on this page twice: {outcome.reason}; skipped"))
+            continue
+        nodes, problems, warnings = outcome
+        errors.extend(problems)
+        if nodes is None:
+            continue
+        doc_id = nodes.document["id"]
+        if doc_id in seen:
+            errors.append(duplicate_row(run_id, res.url, doc_id))
+            continue
+        seen.add(doc_id)
+        errors.extend(warnings)
+        docs.append(nodes)
+    return docs, errors
+
+
+@lru_cache(maxsize=8)
+def _raw_store(index_dir: str) -> RawStore:
+    """One raw store per index and process (opening object storage costs a round trip)."""
+    return RawStore(index_dir)
+
+
+def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
+               run_id: str) -> tuple[DocumentNodes | None, list[dict], list[dict]]:
+    """One fetched page: its nodes (None when it cannot be indexed), error rows and warning rows.
+
+    Reads the page's bytes from the index's raw store and adds the images found in a PDF to it."""
+    raw = _raw_store(index_dir)
+    pdf = res.content_type == PDF_TYPE
+    try:
+        if pdf:
+            page = parse_pdf(raw.get(res.raw_key), res.final_url or res.url, settings.parse)
+        else:
+            page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)
+    except ParseError as exc:
+        reason = exc.reason if isinstance(exc, PdfError) else "unparsable_html"
+        return None, [error_row(run_id, res.url, "parse", reason, str(exc))], []
+    except Exception as exc:  # a parser bug must not sink the batch: record it with the page
+        log.exception("parse of %s failed", res.url)
+        return None, [error_row(run_id, res.url, "parse", "parser_exception", f"{type(exc).__name__}: {exc}")], []
+    if not page.components:  # often a script-rendered page; keep what an earlier build indexed
+        what = "a text layer or images in the PDF" if pdf else "paragraphs, tables or images in the HTML"
+        reason = "no_text_layer" if pdf and any(w.startswith("no_text_layer") for w in page.warnings) \
+            else "no_content"
+        return None, [error_row(run_id, res.url, "parse", reason, f"found no {what}; document skipped")], []
+    store_pdf_images(page, raw)
+    doc_id, warning = document_id_for(res, page.canonical_url)
+    if warning:
+        page.warnings.append(warning)
+        page.canonical_url = None
+    nodes = build_nodes(page, doc_id, res, settings.parse)
+    warnings = []
+    for warning in page.warnings:
+        reason, _, message = warning.partition(": ")
+        warnings.append(error_row(run_id, res.url, "parse", reason, message or reason,
+                                  severity="warning", document=doc_id))
+    return nodes, [], warnings

@@ -1,0 +1,1 @@
+"""Report: progress bars during a run and the run report after it."""

@@ -1,0 +1,254 @@
+"""What a build did, for people: a markdown summary of one run and a self-contained HTML report.
+
+Reads an index directory (its published tables and the ``runs`` table); ``write_report`` writes
+one HTML file (default ``<index>/report.html``) with inline SVG charts and no scripts or external
+files: nodes per layer and kind, time per stage, throughput, errors by type, the largest
+documents, the link graph's degree distribution, and the run history. ``run_markdown`` renders a
+run summary for the Prefect artifact.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from laminae.schemas.storage import IndexFiles, storage_options
+
+DEGREE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 31), (32, 63), (64, None)]
+COLORS = {"layer0": "#4c72b0", "layer1": "#55a868", "layer2": "#c44e52", "time": "#8172b2", "error": "#c44e52",
+          "warning": "#dd8452", "rate": "#64b5cd", "out": "#4c72b0", "in": "#55a868", "size": "#937860"}
+
+
+# -- markdown (Prefect artifact) ---------------------------------------------------------------
+def run_markdown(summary: dict, index: str) -> str:
+    """A run summary as markdown: counts per layer, edges, errors by stage, seconds per stage."""
+    counts = summary.get("counts", {})
+    lines = [f"# laminae run `{summary.get('run_id')}`: **{summary.get('status')}**", "",
+             f"Index `{index}`, manifest {summary.get('manifest_version')}; "
+             f"{summary.get('documents_indexed', 0)} documents indexed, {summary.get('embedded', 0)} items embedded, "
+             f"{summary.get('reused_vectors', 0)} vectors reused.", "",
+             "| layer | kind | rows |", "| --- | --- | ---: |",
+             f"| 0 | document | {counts.get('documents', 0)} |"]
+    lines += [f"| 1 | {k} | {v} |" for k, v in counts.get("components", {}).items()]
+    lines += [f"| 2 | {k} | {v} |" for k, v in counts.get("subcomponents", {}).items()]
+    lines += ["", "| edges | rows |", "| --- | ---: |"]
+    lines += [f"| {k} | {v} |" for k, v in counts.get("edges", {}).items()]
+    lines += [f"| links_to resolved in the corpus | {counts.get('links_to_resolved', 0)} |",
+              f"| links_to to pages outside it | {counts.get('links_to_unresolved', 0)} |"]
+    if summary.get("changes"):
+        lines += ["", "Changes: " + ", ".join(f"{k} {v}" for k, v in summary["changes"].items())]
+    for title, key in (("Errors", "errors_by_stage"), ("Warnings", "warnings_by_stage")):
+        found = summary.get(key) or {}
+        lines += ["", f"**{title}**: none"] if not found else [
+            "", f"| {title.lower()}: stage:reason | count |", "| --- | ---: |",
+            *[f"| {k} | {v} |" for k, v in sorted(found.items(), key=lambda kv: -kv[1])]]
+    lines += ["", "| stage | seconds |", "| --- | ---: |"]
+    lines += [f"| {k} | {v:.2f} |" for k, v in (summary.get("seconds_by_stage") or {}).items()]
+    return "\n".join(lines) + "\n"
+
+
+# -- charts --------------------------------------------------------------------------------------
+def bar_chart(title: str, items: list[tuple[str, float]], color: str, unit: str = "", digits: int = 0) -> str:
+    """A horizontal bar chart as inline SVG (labels, bars, values)."""
+    e = html.escape
+    if not items:
+        return f'<figure><figcaption>{e(title)}</figcaption><p class="none">nothing to show</p></figure>'
+    top = max(v for _, v in items) or 1.0
+    row, label_w, bar_w = 22, 230, 380
+    height = row * len(items) + 8
+    parts = [f'<svg role="img" aria-label="{e(title)}" width="{label_w + bar_w + 110}" height="{height}" '
+             f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">']
+    for i, (label, value) in enumerate(items):
+        y = 4 + i * row
+        width = max(bar_w * value / top, 1 if value else 0)
+        short = label if len(label) <= 34 else label[:33] + "…"
+        parts.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end"><title>{e(label)}</title>{e(short)}</text>'
+                     f'<rect x="{label_w}" y="{y + 2}" width="{width:.1f}" height="{row - 6}" fill="{color}"/>'
+                     f'<text x="{label_w + width + 5:.1f}" y="{y + 14}">{value:,.{digits}f}{e(unit)}</text>')
+    parts.append("</svg>")
+    return f"<figure><figcaption>{e(title)}</figcaption>{''.join(parts)}</figure>"
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# -- data --------------------------------------------------------------------------------------
+def _columns(tbl, columns: list[str]):
+    if tbl.count_rows() == 0:
+        return None
+    return tbl.search().select(columns).limit(None).to_arrow()
+
+
+def _degree_histogram(values: list[int]) -> list[tuple[str, float]]:
+    out = []
+    for low, high in DEGREE_BUCKETS:
+        n = sum(1 for v in values if v >= low and (high is None or v <= high))
+        label = f"{low}" if low == high else (f"{low}+" if high is None else f"{low}–{high}")
+        out.append((f"{label} links", float(n)))
+    while out and out[-1][1] == 0:
+        out.pop()
+    return out
+
+
+def gather(index: str) -> dict:
+    """Everything the report shows, read from the index's published tables and its run history."""
+    import lancedb
+
+    import laminae
+
+    db = lancedb.connect(index, storage_options=storage_options(index))
+    runs_tbl = db.open_table("runs")
+    history = _columns(runs_tbl, ["id", "flow", "status", "started_at", "finished_at", "manifest_version", "summary"])
+    runs = sorted(history.to_pylist() if history is not None else [], key=lambda r: r["started_at"])
+    for r in runs:
+        r["summary"] = json.loads(r["summary"] or "{}")
+    data: dict = {"index": index, "runs": runs, "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                  "errors": []}
+    last = runs[-1] if runs else None
+    errors_tbl = db.open_table("errors")  # the latest rows: a failed run publishes no manifest
+    if last and errors_tbl.count_rows():
+        rows = errors_tbl.search().where(f"run_id = '{last['id']}'").select(
+            ["stage", "reason", "severity"]).limit(None).to_arrow().to_pylist()
+        data["errors"] = sorted(Counter((r["severity"], r["stage"], r["reason"]) for r in rows).items(),
+                                key=lambda kv: (kv[0][0] != "error", -kv[1]))
+    try:
+        opened = laminae.open(index)
+    except Exception as exc:  # no build has published yet: the history alone is still worth showing
+        data["unpublished"] = str(exc)
+        return data
+    data["stats"] = opened.stats()
+    data["manifest_version"] = opened.version
+    docs = _columns(opened.table("documents"), ["id", "kind", "title", "url", "n_components", "n_subcomponents"])
+    data["documents_by_kind"] = dict(Counter(docs.column("kind").to_pylist())) if docs is not None else {}
+    largest = []
+    if docs is not None:
+        order = pc.sort_indices(docs, sort_keys=[("n_subcomponents", "descending"), ("id", "ascending")])
+        largest = docs.take(order.slice(0, 10)).to_pylist()
+    data["largest"] = largest
+    edges = opened.table("edges")
+    links = edges.search().where("kind = 'links_to' AND resolved = true").select(
+        ["document_id", "dst_id"]).limit(None).to_arrow() if edges.count_rows("kind = 'links_to'") else None
+    ids = docs.column("id").to_pylist() if docs is not None else []
+    pairs = set(zip(links.column("document_id").to_pylist(), links.column("dst_id").to_pylist(), strict=True)) \
+        if links is not None else set()
+    out_deg = Counter(src for src, dst in pairs if src != dst)
+    in_deg = Counter(dst for src, dst in pairs if src != dst)
+    data["out_degree"] = [out_deg.get(i, 0) for i in ids]
+    data["in_degree"] = [in_deg.get(i, 0) for i in ids]
+    return data
+
+
+# -- page --------------------------------------------------------------------------------------
+CSS = """body{font-family:sans-serif;margin:2em auto;max-width:1000px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
+figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}.none{color:#888}
+.status-success{color:#2a7}.status-partial{color:#c80}.status-failure{color:#c22}.grid{display:flex;flex-wrap:wrap;gap:1em}"""
+
+
+def render(data: dict) -> str:
+    """The report page for ``gather``'s data."""
+    e = html.escape
+    runs = data["runs"]
+    last = runs[-1] if runs else None
+    summary = last["summary"] if last else {}
+    out = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>laminae report: {e(data['index'])}"
+           f"</title><style>{CSS}</style></head><body>",
+           f"<h1>laminae index report</h1><p>Index <code>{e(data['index'])}</code>, manifest "
+           f"{data.get('manifest_version', '–')}; generated {e(data['generated'])}.</p>"]
+    if last:
+        seconds = summary.get("seconds_by_stage", {})
+        out.append(f"<p>Last run <code>{e(last['id'])}</code> ({e(last['flow'])}): "
+                   f"<b class='status-{e(last['status'])}'>{e(last['status'])}</b>, "
+                   f"{summary.get('documents_indexed', 0)} documents indexed from {summary.get('pages_fetched', 0)} "
+                   f"fetched, {summary.get('embedded', 0)} items embedded, {summary.get('reused_vectors', 0)} reused, "
+                   f"{seconds.get('total', 0):.1f} s.</p>")
+    if "unpublished" in data:
+        out.append(f"<p class='none'>No build has been published: {e(data['unpublished'])}</p>")
+    stats = data.get("stats")
+    if stats:
+        nodes = [(f"document ({k})", float(v)) for k, v in sorted(data["documents_by_kind"].items())]
+        out.append("<h2>Nodes and edges</h2><div class='grid'>")
+        out.append(bar_chart("Nodes per layer and kind", nodes
+                             + [(f"component: {k}", float(v)) for k, v in stats["components"].items()]
+                             + [(f"subcomponent: {k}", float(v)) for k, v in stats["subcomponents"].items()],
+                             COLORS["layer1"]))
+        out.append(bar_chart("Edges", [(k, float(v)) for k, v in stats["edges"].items()]
+                             + [("links_to resolved in corpus", float(stats["links_to_resolved"])),
+                                ("links_to outside the corpus", float(stats["links_to_unresolved"]))],
+                             COLORS["layer0"]))
+        out.append("</div>")
+    if last:
+        seconds = {k: v for k, v in summary.get("seconds_by_stage", {}).items() if k != "total"}
+        out.append("<h2>Where the time went (last run)</h2>")
+        out.append(bar_chart("Seconds per stage", sorted(seconds.items(), key=lambda kv: -kv[1]), COLORS["time"],
+                             " s", 2))
+        rates = []
+        total = summary.get("seconds_by_stage", {}).get("total") or 0
+        if total:
+            rates.append(("documents indexed per second (whole run)", summary.get("documents_indexed", 0) / total))
+        if seconds.get("crawl"):
+            rates.append(("pages fetched per second (crawl)", summary.get("pages_fetched", 0) / seconds["crawl"]))
+        if seconds.get("parse"):
+            rates.append(("documents parsed per second (parse)", summary.get("documents_indexed", 0) / seconds["parse"]))
+        if seconds.get("embed") and summary.get("embedded"):
+            rates.append(("items embedded per second (embed)", summary["embedded"] / seconds["embed"]))
+        out.append(bar_chart("Throughput", rates, COLORS["rate"], "/s", 1))
+        out.append("<h2>Errors and warnings (last run)</h2>")
+        errs = data.get("errors", [])
+        out.append(bar_chart("Errors by stage and reason", [(f"{st}: {rs}", float(n)) for (sev, st, rs), n in errs
+                                                            if sev == "error"], COLORS["error"]))
+        out.append(bar_chart("Warnings by stage and reason", [(f"{st}: {rs}", float(n)) for (sev, st, rs), n in errs
+                                                              if sev == "warning"], COLORS["warning"]))
+    if stats:
+        out.append("<h2>The largest documents</h2>")
+        out.append(bar_chart("Subcomponents per document (top 10)",
+                             [(d["title"] or d["url"], float(d["n_subcomponents"] or 0)) for d in data["largest"]],
+                             COLORS["size"]))
+        out.append(_table(["document", "kind", "components", "subcomponents", "url"],
+                          [[d["title"], d["kind"], d["n_components"], d["n_subcomponents"], d["url"]]
+                           for d in data["largest"]]))
+        out.append("<h2>Link graph</h2><p>Documents by how many distinct documents of the corpus they link to "
+                   "(out) and are linked from (in), over resolved <code>links_to</code> edges.</p><div class='grid'>")
+        out.append(bar_chart("Out-degree", _degree_histogram(data["out_degree"]), COLORS["out"]))
+        out.append(bar_chart("In-degree", _degree_histogram(data["in_degree"]), COLORS["in"]))
+        out.append("</div>")
+    out.append("<h2>Run history</h2>")
+    out.append(bar_chart("Seconds per run", [(f"{r['started_at']:%Y-%m-%d %H:%M} {r['flow']}",
+                                              float(r["summary"].get("seconds_by_stage", {}).get("total", 0)))
+                                             for r in runs[-30:]], COLORS["time"], " s", 1))
+    out.append(_table(["started", "flow", "status", "seconds", "documents", "embedded", "errors", "manifest", "run"],
+                      [[f"{r['started_at']:%Y-%m-%d %H:%M:%S}", r["flow"], r["status"],
+                        f"{r['summary'].get('seconds_by_stage', {}).get('total', 0):.1f}",
+                        r["summary"].get("documents_indexed", 0), r["summary"].get("embedded", 0),
+                        sum((r["summary"].get("errors_by_stage") or {}).values()), r["manifest_version"], r["id"]]
+                       for r in reversed(runs)]))
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+def write_report(index: str, out: str | Path | None = None) -> str:
+    """Write the index's HTML report (default ``<index>/report.html``, also on object storage);
+    returns where it went."""
+    files = IndexFiles(index)
+    if not files.exists("runs.lance"):
+        raise FileNotFoundError(f"{index} is not a laminae index (no runs table); build it with `laminae build`")
+    page = render(gather(index))
+    if out is None:
+        files.write_text("report.html", page)
+        return f"{files.uri}/report.html"
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
+    return str(path)

@@ -1,0 +1,103 @@
+"""The code's layout: every package is installed under ``laminae``, no module imports itself back
+through others (function-level imports included), and every module imports alone."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+FOLDERS = {"laminae": "laminae", "schemas": "laminae.schemas", "flows": "laminae.flows", "tasks": "laminae.tasks"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            name = ".".join((package, *parts))
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules ``path`` imports anywhere in it (``from a import b``: ``a.b`` when that is
+    a module, else ``a``)."""
+    found = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_module_imports_itself_back():
+    modules = _modules()
+    direct = {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+    # a module that imports one of its own packages (``import laminae`` in the builder) imports what
+    # that package's __init__ imports; the package itself is its parent, not a cycle
+    graph = {name: {t for m in imports for t in (direct[m] if name.startswith(m + ".") else {m})
+                    if t != name and not name.startswith(t + ".")}
+             for name, imports in direct.items()}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+    assert "laminae.index" in graph["laminae.tasks.storage.index_store"]  # the builder saves the reader's view
+    common = {m for m in modules if m.startswith("laminae.schemas")}
+    assert all(t in common for m in common for t in graph[m]), "schemas imports only schemas"
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_every_package_folder_is_installed_under_laminae():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = {name for name, path in _modules().items() if path.name == "__init__.py"}
+    assert set(config["packages"]) == packages
+    assert config["package-dir"] == {v: k for k, v in FOLDERS.items() if k != "laminae"}
+
+
+def test_every_module_imports_alone():
+    def alone(name: str) -> tuple[str, int, str]:
+        proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,
+                              cwd=ROOT / "tests", timeout=300)
+        return name, proc.returncode, proc.stderr[-800:]
+
+    with ThreadPoolExecutor(2) as pool:
+        failed = [r for r in pool.map(alone, sorted(_modules())) if r[1] != 0]
+    assert not failed, failed

@@ -1,0 +1,171 @@
+"""HTML parse: golden files for the sample site, and the hard cases one by one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from laminae.tasks.parse.html import ParseError, parse_html
+from tests.conftest import GOLDEN, ROOT, golden_text
+
+SITE = ROOT / "examples" / "site"
+SITE_GOLDEN = GOLDEN / "site"
+BASE = "http://site.test/"
+
+
+def _render(name: str) -> dict:
+    parsed = parse_html((SITE / name).read_bytes(), BASE + name)
+    return {
+        "title": parsed.title,
+        "canonical_url": parsed.canonical_url,
+        "lang": parsed.lang,
+        "components": [
+            {k: v for k, v in asdict(c).items() if v not in (None, [])} for c in parsed.components
+        ],
+    }
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SITE.glob("*.html")))
+def test_sample_page_matches_golden(name):
+    golden = SITE_GOLDEN / (name.removesuffix(".html") + ".json")
+    got = _render(name)
+    expected = golden_text(golden, json.dumps(got, indent=1, ensure_ascii=False) + "\n")
+    assert json.loads(json.dumps(got)) == json.loads(expected), (
+        f"parse of {name} changed; if intended, regenerate with LAMINAE_UPDATE_GOLDEN=1"
+    )
+
+
+def doc(body: str, head: str = "", *, url: str = "http://h.test/dir/page.html"):
+    html = f"<html><head><title>T</title>{head}</head><body>{body}</body></html>"
+    return parse_html(html.encode(), url)
+
+
+def test_boilerplate_is_left_out():
+    parsed = doc(
+        "<nav><p>Menu item</p></nav><header><nav><a href='/'>Home</a></nav><p>Banner</p></header>"
+        "<main><h2>Sec<span class='mw-editsection'>[edit]</span></h2>"
+        "<p>Body text<sup class='reference'>[1]</sup>.</p><script>var x = 1;</script>"
+        "<style>p {}</style><div style='display:none'><p>Hidden</p></div>"
+        "<ol class='references'><li>Ref one</li></ol><div class='navbox'><p>Navbox</p></div></main>"
+        "<footer><p>Footer</p></footer>"
+    )
+    texts = [c.text for c in parsed.components]
+    assert texts == ["Body text."]
+    assert parsed.components[0].section_path == ["Sec"]
+
+
+def test_section_paths_follow_heading_levels():
+    parsed = doc("<main><h1>A</h1><p>a</p><h2>B</h2><p>b</p><h3>C</h3><p>c</p><h2>D</h2><p>d</p></main>")
+    assert [c.section_path for c in parsed.components] == [["A"], ["A", "B"], ["A", "B", "C"], ["A", "D"]]
+
+
+def test_links_have_offsets_and_resolve_against_base():
+    parsed = doc(
+        "<main><p>See <a href='other.html#x'>the other page</a> and <a href='#top'>top</a>, "
+        "<a href='javascript:void(0)'>js</a>, <a href='/w/index.php?action=edit'>edit</a>.</p></main>",
+        head="<base href='http://h.test/base/'>",
+    )
+    comp = parsed.components[0]
+    assert len(comp.links) == 1
+    link = comp.links[0]
+    assert link.url == "http://h.test/base/other.html"
+    assert comp.text[link.start:link.end] == "the other page" == link.anchor
+
+
+def test_rowspan_colspan_and_multirow_header():
+    parsed = doc(
+        "<main><table><tr><th rowspan=2>Name</th><th colspan=2>Score</th></tr>"
+        "<tr><th>A</th><th>B</th></tr>"
+        "<tr><td rowspan=2>x</td><td>1</td><td>2</td></tr><tr><td colspan=2>3</td></tr></table></main>"
+    )
+    (table,) = parsed.components
+    assert table.header == ["Name", "Score / A", "Score / B"]
+    assert table.rows == [["x", "1", "2"], ["x", "3", "3"]]
+    assert table.table_kind == "data"
+
+
+def test_infobox_by_class_and_by_shape():
+    by_class = doc("<main><table class='infobox'><tr><th colspan=2>Thing</th></tr>"
+                   "<tr><th>Color</th><td>Red</td></tr><tr><th>Size</th><td>Big</td></tr></table></main>")
+    (box,) = by_class.components
+    assert box.table_kind == "infobox" and box.caption == "Thing"
+    assert box.rows == [["Color", "Red"], ["Size", "Big"]]
+    by_shape = doc("<main><table><tr><th>Color</th><td>Red</td></tr><tr><th>Size</th><td>Big</td></tr></table></main>")
+    assert by_shape.components[0].table_kind == "infobox"
+
+
+def test_nested_table_is_handled_once():
+    parsed = doc("<main><table><tr><th>k</th><th>v</th></tr><tr><td>outer</td><td>"
+                 "<table><tr><th>a</th><th>b</th></tr><tr><td>inner1</td><td>inner2</td></tr></table>"
+                 "</td></tr></table></main>")
+    tables = [c for c in parsed.components if c.kind == "table"]
+    assert len(tables) == 2
+    all_text = " ".join(c.text for c in parsed.components)
+    assert all_text.count("inner1") == 1
+
+
+def test_cell_links_know_their_row():
+    parsed = doc("<main><table><tr><th>Name</th></tr><tr><td>plain</td></tr>"
+                 "<tr><td><a href='/x'>linked</a></td></tr></table></main>")
+    (table,) = parsed.components
+    assert [(lk.url, lk.row) for lk in table.links] == [("http://h.test/x", 1)]
+
+
+def test_images_captions_and_sizes():
+    parsed = doc(
+        "<main><h2>Pics</h2><figure><img src='a.png' alt='Alt A' width='300'>"
+        "<figcaption>Cap <a href='/c'>linked</a></figcaption></figure>"
+        "<p><img src='icon.png' width='16' height='16'> tiny icon is skipped</p>"
+        "<div class='thumb'><div class='thumbinner'><img src='/b.jpg'><div class='thumbcaption'>Thumb cap</div></div></div>"
+        "<p><img src='data:image/png;base64,AAAA' width=100></p></main>"
+    )
+    images = [c for c in parsed.components if c.kind == "image"]
+    assert [(i.image_url, i.alt, i.caption, i.width) for i in images] == [
+        ("http://h.test/dir/a.png", "Alt A", "Cap linked", 300),
+        ("http://h.test/b.jpg", None, "Thumb cap", None),
+    ]
+    assert images[0].links[0].url == "http://h.test/c"
+    assert "Alt A" in images[0].text and "Cap linked" in images[0].text and "Pics" in images[0].text
+    assert all("Cap linked" not in c.text for c in parsed.components if c.kind == "paragraph")
+
+
+def test_lists_are_paragraphs_with_item_segments():
+    parsed = doc("<main><ul><li>One <a href='/1'>link</a></li><li>Two<ol><li>Two-a</li></ol></li></ul></main>")
+    (comp,) = parsed.components
+    assert comp.kind == "paragraph"
+    assert [comp.text[s:e] for s, e in comp.segments] == ["One link", "Two", "Two-a"]
+    assert comp.text[comp.links[0].start:comp.links[0].end] == "link"
+
+
+def test_title_and_canonical():
+    parsed = doc("<main><p>x</p></main>", head="<link rel='canonical' href='/canon'>")
+    assert parsed.title == "T"
+    assert parsed.canonical_url == "http://h.test/canon"
+
+
+def test_non_utf8_bytes_decode():
+    html = "<html><head><meta charset='iso-8859-1'><title>Café</title></head><body><p>Crème brûlée</p></body></html>"
+    parsed = parse_html(html.encode("latin-1"), "http://h.test/")
+    assert parsed.title == "Café"
+    assert parsed.components[0].text == "Crème brûlée"
+
+
+def test_malformed_html_still_parses():
+    parsed = parse_html(b"<html><body><p>Open <b>bold <i>both</p><p>Second<table><tr><td>c", "http://h.test/")
+    texts = [c.text for c in parsed.components]
+    assert "Open bold both" in texts[0]
+    assert any("Second" in t for t in texts)
+
+
+@pytest.mark.parametrize("body", [b"", b"   \n ", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary"])
+def test_unusable_bytes_raise_parse_error(body):
+    with pytest.raises(ParseError):
+        parse_html(body, "http://h.test/")
+
+
+def test_page_without_content_has_no_components():
+    parsed = parse_html(b"<html><head><title>x</title><script>render()</script></head><body><div id=app></div></body></html>",
+                        "http://h.test/")
+    assert parsed.components == []

@@ -1,0 +1,249 @@
+"""Serialization (what nodes are searched and embedded from) and the reader's fusion.
+
+Golden search texts per node kind from a real parse; an index written with the previous
+serialization refreshes into the current one as a whole; ``rrf`` and ``retrieve`` against
+brute-force references.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import lancedb
+import numpy as np
+import pytest
+
+import laminae
+from bench.synthetic import make_synthetic_index
+from laminae.index import RRF_K, rrf
+from laminae.schemas import document_id
+from laminae.tasks.config import ParseConfig
+from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.nodes.objects import object_rows
+from laminae.tasks.nodes.search_text import SERIALIZATION, embed_text, serialize_document
+from laminae.tasks.parse.html import parse_html
+from tests.conftest import Route, page
+
+PAGE = b"""<html><head><title>1969 NFL Draft</title></head><body><h1>1969 NFL Draft</h1>
+<p>The draft was held in New York. It had seventeen rounds.</p>
+<h2>Player selections</h2><h3>Round seventeen</h3>
+<table><caption>Round 17</caption><tr><th>Pick</th><th>Team</th></tr>
+<tr><td>417</td><td>Buffalo Bills</td></tr></table>
+<figure><img src="/field.png" alt="War Memorial Stadium" width="200" height="120">
+<figcaption>The Bills' field</figcaption></figure></body></html>"""
+
+
+def _nodes():
+    url = "http://t.test/draft"
+    fetch = FetchResult(url=url, final_url=url, raw_key="k", content_type="text/html")
+    return build_nodes(parse_html(PAGE, url), document_id(url), fetch, ParseConfig())
+
+
+def test_golden_search_text_per_node_kind():
+    nodes = _nodes()
+    comps = {c["kind"]: c for c in nodes.components}
+    subs = [(s["kind"], s["search_text"]) for s in nodes.subcomponents]
+    assert comps["paragraph"]["search_text"] == (
+        "1969 NFL Draft\nThe draft was held in New York. It had seventeen rounds.")
+    assert comps["table"]["search_text"] == (
+        "1969 NFL Draft | Player selections > Round seventeen\nRound 17\nPick | Team\n417 | Buffalo Bills")
+    assert comps["image"]["search_text"].startswith("1969 NFL Draft | Player selections > Round seventeen\nImage: "
+                                                    "War Memorial Stadium. Caption: The Bills' field")
+    assert subs == [
+        ("sentence", "1969 NFL Draft\nThe draft was held in New York."),
+        ("sentence", "1969 NFL Draft\nIt had seventeen rounds."),
+        ("header", "1969 NFL Draft | Player selections > Round seventeen\nRound 17\nPick | Team"),
+        ("row", "1969 NFL Draft | Player selections > Round seventeen | Round 17\nPick: 417 | Team: Buffalo Bills"),
+    ]
+    # what a reader shows stays the node's own content
+    assert [s["text"] for s in nodes.subcomponents][-2:] == ["Round 17\nPick | Team", "Pick: 417 | Team: Buffalo Bills"]
+    assert nodes.document["search_text"] == nodes.document["text"]
+    # a detected object is serialized under its image's context
+    image = comps["image"]
+    objects, _ = object_rows(image, [("person", 0.9, [1.0, 2.0, 30.0, 40.0])], 200, 120, lambda kind, c: "o1")
+    serialize_document(nodes.document, nodes.components, objects)
+    assert objects[0]["search_text"] == ("1969 NFL Draft | Player selections > Round seventeen\n"
+                                         f"person in {image['text']}")
+
+
+def test_vectors_are_computed_from_the_bare_text_but_a_table_heading_from_its_context():
+    nodes = _nodes()
+    for row in [nodes.document, *nodes.components, *nodes.subcomponents]:
+        expected = row["search_text"] if row["kind"] == "header" else row["text"]
+        assert embed_text(row) == (expected or "")
+    heading = next(s for s in nodes.subcomponents if s["kind"] == "header")
+    assert heading["ordinal"] == -1 and heading["header"] == ["Pick", "Team"]
+    assert embed_text(heading).startswith("1969 NFL Draft | Player selections > Round seventeen\n")
+
+
+def test_rrf_matches_a_brute_force_reference():
+    rng = np.random.default_rng(3)
+    rankings = [rng.permutation(40)[: rng.integers(5, 40)] for _ in range(4)]
+    rows, scores = rrf(rankings)
+    reference = {}
+    for ranking in rankings:
+        for position, row in enumerate(ranking):
+            reference[int(row)] = reference.get(int(row), 0.0) + 1 / (RRF_K + position + 1)
+    expected = sorted(reference, key=lambda r: (-reference[r], r))
+    assert rows.tolist() == expected
+    assert np.allclose(scores, [reference[r] for r in expected])
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fusion")
+    make_synthetic_index(str(root), documents=30, components_per_document=4, subcomponents_per_component=3,
+                         dim=16, seed=7)
+    return laminae.open(str(root))
+
+
+def _brute_dense_lists(index, q, rows):
+    """Per component kind: rows ranked by the best subcomponent similarity (own vector if none)."""
+    g = index.graph
+    comps, subs = g.layers[1], g.layers[2]
+    best = {}
+    for r in rows:
+        children = [i for i in range(len(subs.ids)) if subs.parent[i] == r]
+        best[r] = max(float(subs.vectors[i] @ q) for i in children) if children else float(comps.vectors[r] @ q)
+    lists = []
+    for kind in sorted({comps.kinds[r] for r in rows}):
+        of_kind = [r for r in rows if comps.kinds[r] == kind]
+        lists.append(sorted(of_kind, key=lambda r: (-best[r], r))[:100])
+    return lists, best
+
+
+def test_retrieve_with_a_vector_matches_a_brute_force_fusion(synthetic):
+    index = synthetic
+    q = np.random.default_rng(1).standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    rows = list(range(len(index.graph.layers[1].ids)))
+    lists, best = _brute_dense_lists(index, q, rows)
+    comps = index.graph.layers[1]
+    expected_rows = _by_score_then_id(comps, *rrf([np.array(x) for x in lists]))
+    hits = index.retrieve(q, k=8)
+    assert [h.id for h in hits] == [str(comps.ids[r]) for r, _ in expected_rows[:8]]
+    assert np.allclose([h.score for h in hits], [s for _, s in expected_rows[:8]])
+    assert np.allclose([h.extra["similarity"] for h in hits], [best[r] for r, _ in expected_rows[:8]], atol=1e-6)
+
+
+def _by_score_then_id(comps, rows, scores):
+    """Fused rows as hits list them: best score first, ties by node id."""
+    return sorted(zip(rows.tolist(), scores.tolist(), strict=True), key=lambda p: (-p[1], str(comps.ids[p[0]])))
+
+
+def _brute_coverage(index, text: str) -> list[int]:
+    """Components ranked by the summed idf of the question's words found in their search text."""
+    comps = index.graph.layers[1]
+    found = index.table("components").to_arrow().select(["id", "search_text"]).to_pylist()
+    words = {comps.position[r["id"]]: set(re.findall(r"\w+", r["search_text"].lower())) for r in found}
+    n = len(comps.ids)
+    score = dict.fromkeys(range(n), 0.0)
+    for term in set(re.findall(r"\w+", text.lower())):
+        holders = [r for r in range(n) if term in words[r]]
+        for r in holders:
+            score[r] += math.log((n + 1) / (len(holders) + 0.5))
+    return sorted((r for r in score if score[r] > 0), key=lambda r: (-score[r], r))[:100]
+
+
+def test_term_coverage_matches_a_brute_force_reference(synthetic, monkeypatch):
+    text = "sentence keyword10 keyword20 Keyword30 keyword10"
+    ranked = synthetic._term_coverage(text, np.arange(len(synthetic.graph.layers[1].ids)))
+    expected = _brute_coverage(synthetic, text)
+    assert ranked.tolist() == expected
+    assert len(expected) == 100 and set(ranked[:3].tolist()) == {3, 6, 10}  # the holders of rare words lead
+    # restricted to some components, only those rank
+    some = np.array([6, 10, 50, 51], dtype=np.int64)
+    assert synthetic._term_coverage(text, some).tolist() == [r for r in expected if r in {6, 10, 50, 51}]
+    # a word in more components than the depth counts for that many best matches, with their idf
+    monkeypatch.setattr(laminae.index, "COVERAGE_DEPTH", 7)
+    capped = synthetic._term_coverage("sentence", np.arange(len(synthetic.graph.layers[1].ids)))
+    assert len(capped) == 12  # max(7, 120 // 10)
+
+
+def test_retrieve_with_text_adds_the_full_text_ranking_of_components(synthetic):
+    index = synthetic
+    text = "keyword10"
+    g = index.graph
+    subs = g.layers[2]
+    vector = np.ones(16, np.float32) / 4.0
+
+    class Fixed(laminae.Index):
+        def _query_vector(self, query):
+            return vector
+
+    fixed = Fixed(index.root, index.manifest)
+    rows = list(range(len(g.layers[1].ids)))
+    lists, _ = _brute_dense_lists(fixed, vector, rows)
+    table = index.table("subcomponents")
+    found = table.search(text, query_type="fts", fts_columns="search_text").select(["id", "_score"]).limit(200)
+    found = found.to_arrow().to_pylist()
+    per_parent: dict[int, list[float]] = {}
+    for hit in found:
+        per_parent.setdefault(int(subs.parent[subs.position[hit["id"]]]), []).append(hit["_score"])
+    lexical = {c: sorted(s, reverse=True)[0] + 0.5 * (sorted(s, reverse=True)[1] if len(s) > 1 else 0)
+               for c, s in per_parent.items()}
+    lists.append(sorted(lexical, key=lambda c: (-lexical[c], c)))
+    lists.append(_brute_coverage(index, text))
+    expected_rows = [r for r, _ in _by_score_then_id(g.layers[1], *rrf([np.array(x) for x in lists]))]
+    hits = fixed.retrieve(text, k=6)
+    assert lexical and [h.id for h in hits] == [str(g.layers[1].ids[r]) for r in expected_rows[:6]]
+    # the default search is retrieve; documents(g=2) ranks documents by their best fused component
+    assert [h.id for h in fixed.search(text, k=6)] == [h.id for h in hits]
+    docs = fixed.documents(text, k=3, granularity=2)
+    first_docs = list(dict.fromkeys(str(g.layers[0].ids[g.layers[1].doc[r]]) for r in expected_rows))[:3]
+    assert [d.id for d in docs] == first_docs
+    within = fixed.components(text, first_docs, k=4, granularity=2)
+    assert {h.document_id for h in within} <= set(first_docs)
+
+
+@pytest.mark.slow
+def test_an_index_of_the_previous_serialization_refreshes_into_the_current_one(server, tmp_path, prefect_harness):
+    from laminae.flows.build import build_index, refresh_index
+    from laminae.tasks.storage.index_store import IndexStore
+
+    server.routes["/a"] = Route(body=page("Rye", "<h2>Baking</h2><p>Rye bread keeps for days. It is dense.</p>"))
+    server.routes["/b"] = Route(body=page("Bakery ledger", "<table><caption>Prices</caption><tr><th>Loaf</th>"
+                                          "<th>Price</th></tr><tr><td>Rye</td><td>4</td></tr></table>"))
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(server.url("/a") + "\n" + server.url("/b") + "\n")
+    index = str(tmp_path / "index")
+    settings = {"crawl": {"retries": 0}, "embed": {"device": "cpu", "threads": 1}}
+    build_index(seeds=str(seeds), index=index, settings=settings)
+    # turn it into what laminae wrote before serialization 2: no search_text, text indexed
+    store = IndexStore(index)
+    for name in ("documents", "components", "subcomponents"):
+        tbl = store.table(name)
+        tbl.drop_columns(["search_text"])
+        tbl.create_index("text", config=lancedb.index.FTS(), replace=True)
+    meta = store.metadata()
+    del meta["serialization"]
+    store.files.write_text("index.json", json.dumps(meta))
+    store.publish("old", {})
+    old = laminae.open(index)
+    assert old.search("Prices", layer=2, k=1, mode="fts")  # the old index is still searchable
+    assert "search_text" not in old.table("subcomponents").schema.names
+
+    moved = refresh_index(index=index)
+    assert moved["status"] == "success"
+    assert IndexStore(index).metadata()["serialization"] == SERIALIZATION
+    new = laminae.open(index)
+    assert new.manifest["serialization"] == SERIALIZATION
+    rows = new.table("subcomponents").to_arrow().to_pylist()
+    by_text = {r["text"]: r["search_text"] for r in rows}
+    assert by_text["Loaf: Rye | Price: 4"] == "Bakery ledger | Prices\nLoaf: Rye | Price: 4"
+    assert by_text["It is dense."] == "Rye | Baking\nIt is dense."
+    for name in ("documents", "components", "subcomponents"):
+        assert all(r["search_text"] for r in new.table(name).to_arrow().to_pylist())  # nothing left unserialized
+    # the full-text side now finds a row by its page title, which its own text does not hold
+    assert "Loaf: Rye | Price: 4" in {hit.text for hit in new.search("ledger", layer=2, k=5, mode="fts")}
+    # the unchanged page was parsed again, so its table gained the heading node of serialization 3
+    heading = next(r for r in rows if r["kind"] == "header")
+    assert (heading["text"], heading["search_text"]) == ("Prices\nLoaf | Price", "Bakery ledger\nPrices\nLoaf | Price")
+    assert moved["changes"]["unchanged"] == 0
+    # the reader pinned before keeps the old tables
+    assert "search_text" not in old.table("subcomponents").schema.names
+    again = refresh_index(index=index)
+    assert again["embedded"] == 0
