@@ -27,6 +27,7 @@ from laminae.schemas.storage import (
     IndexFiles,
     StorageError,
     is_remote,
+    raw_path,
     snapshot_dir,
     storage_options,
 )
@@ -196,7 +197,7 @@ class Index:
         return [found[i] for i in wanted if i in found]
 
     def _raw(self, key: str) -> bytes | None:
-        return self._files.read_bytes(f"raw/{key[:2]}/{key}")
+        return self._files.read_bytes(raw_path(key))
 
     def children(self, node_id: str) -> list[str]:
         """Ids of a node's children (components of a document, subcomponents of a component)."""

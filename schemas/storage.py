@@ -24,6 +24,11 @@ def snapshot_dir(root: str | os.PathLike[str], version: int) -> Path:
     return Path(root) / SNAPSHOT_DIR / f"{version:08d}"
 
 
+def raw_path(key: str) -> str:
+    """Where the raw store keeps the bytes of content hash ``key``, relative to the index root."""
+    return f"raw/{key[:2]}/{key}"
+
+
 class StorageError(ValueError):
     """The index location cannot be reached; the message names the settings to check."""
 

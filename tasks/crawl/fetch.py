@@ -23,6 +23,7 @@ import httpx
 
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
+from laminae.tasks.crawl.links import link_target, resolve_href
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -396,21 +397,14 @@ def extract_links(body: bytes, base_url: str) -> list[str]:
     base_url = urljoin(base_url, base.get("href")) if base is not None else base_url
     out = []
     for a in root.iterfind(".//a[@href]"):
-        href = (a.get("href") or "").strip()
-        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
-            continue
-        target = urljoin(base_url, href)
-        if urlsplit(target).scheme in ("http", "https") and not urlsplit(target).path.lower().endswith(
-            _SKIP_LINK_SUFFIXES
-        ):
-            out.append(target.split("#", 1)[0])
+        target = resolve_href(base_url, a.get("href"))
+        if target and not urlsplit(target).path.lower().endswith(_SKIP_LINK_SUFFIXES):
+            out.append(target)
     return out
 
 
 def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
     """Absolute http(s) targets of a PDF's URI links, for link following (none if it will not open)."""
-    from laminae.tasks.parse.pdf import link_target
-
     try:
         import pymupdf
 

@@ -16,6 +16,7 @@ from bs4.dammit import UnicodeDammit
 from lxml import etree
 
 from laminae.tasks.config import ParseConfig
+from laminae.tasks.crawl.links import resolve_href
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
 
 
@@ -135,20 +136,6 @@ class TextBuilder:
                 start += 1
             links.append(Link(link.url, text[start:end].strip() or link.anchor, start, end, link.row))
         return text, links
-
-
-def resolve_href(base_url: str, href: str | None) -> str | None:
-    """The absolute http(s) target of a link, fragment removed; None for links that do not navigate."""
-    href = (href or "").strip()
-    if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
-        return None
-    target = urljoin(base_url, href)
-    parts = urlsplit(target)
-    if parts.scheme not in ("http", "https"):
-        return None
-    if "action=edit" in parts.query or "action=history" in parts.query:
-        return None
-    return target.split("#", 1)[0]
 
 
 class HtmlParser:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 from laminae.schemas.pictures import MAX_PIXELS
 from laminae.tasks.config import ParseConfig
+from laminae.tasks.crawl.links import link_target
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
-from laminae.tasks.parse.html import ParseError, image_text_proxy, resolve_href
+from laminae.tasks.parse.html import ParseError, image_text_proxy
 
 MARGIN = 0.08  # top and bottom share of a page where running headers and footers sit
 PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)
@@ -432,13 +433,6 @@ def _take_caption(target: _Block, blocks: list[_Block], pattern: re.Pattern) -> 
 def _inside(inner, outer, slack: float = 2.0) -> bool:
     cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
     return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
-
-
-def link_target(link: dict, base_url: str) -> str | None:
-    """The absolute http(s) URL a pymupdf link (``page.get_links()``) points to, if any."""
-    # a relative target ("rye.html") is a launch link with a "file" in pymupdf
-    href = link.get("uri") or link.get("file")
-    return resolve_href(base_url, href) if href else None
 
 
 def _links(page, url: str, words: _Words) -> list[tuple[tuple, str, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from laminae.schemas.ids import content_hash
-from laminae.schemas.storage import IndexFiles
+from laminae.schemas.storage import IndexFiles, raw_path
 
 
 class RawStore:
@@ -19,7 +19,7 @@ class RawStore:
 
     @staticmethod
     def _rel(key: str) -> str:
-        return f"raw/{key[:2]}/{key}"
+        return raw_path(key)
 
     def put(self, data: bytes) -> str:
         key = content_hash(data)

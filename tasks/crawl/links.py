@@ -1,0 +1,30 @@
+"""Links: which hrefs navigate, and to what absolute URL; one rule for the crawler that follows
+them and the parsers that record them as ``links_to`` edges.
+
+Reads hrefs and pymupdf link dicts; writes nothing.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin, urlsplit
+
+
+def resolve_href(base_url: str, href: str | None) -> str | None:
+    """The absolute http(s) target of a link, fragment removed; None for links that do not navigate."""
+    href = (href or "").strip()
+    if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
+        return None
+    target = urljoin(base_url, href)
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https"):
+        return None
+    if "action=edit" in parts.query or "action=history" in parts.query:
+        return None
+    return target.split("#", 1)[0]
+
+
+def link_target(link: dict, base_url: str) -> str | None:
+    """The absolute http(s) URL a pymupdf link (``page.get_links()``) points to, if any."""
+    # a relative target ("rye.html") is a launch link with a "file" in pymupdf
+    href = link.get("uri") or link.get("file")
+    return resolve_href(base_url, href) if href else None
