@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
-from urllib.robotparser import RobotFileParser
 
 import httpx
+from protego import Protego
 
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
@@ -34,7 +34,7 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
 PAGE_TYPES = HTML_TYPES | {PDF_TYPE}  # what becomes a document
 ROBOTS_TTL = 3600.0  # seconds a robots.txt answer serves later crawlers in this process (image batches)
-_ROBOTS: dict[str, tuple[float, RobotFileParser | None]] = {}
+_ROBOTS: dict[str, tuple[float, Protego | None]] = {}
 _SKIP_LINK_SUFFIXES = (
     ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
     ".mp3", ".mp4", ".avi", ".mov", ".woff", ".woff2", ".ttf", ".exe", ".dmg", ".iso",
@@ -176,7 +176,7 @@ class Crawler:
         self._host_sems: dict[str, asyncio.Semaphore] = {}
         self._host_next: dict[str, float] = {}
         self._host_locks: dict[str, asyncio.Lock] = {}
-        self._robots: dict[str, RobotFileParser | None] = {}
+        self._robots: dict[str, Protego | None] = {}
         self._robots_locks: dict[str, asyncio.Lock] = {}
         self._private_cache: dict[str, bool] = {}
 
@@ -220,7 +220,7 @@ class Crawler:
         return not self._private_cache[bare]
 
     # -- politeness ----------------------------------------------------------------------------
-    async def _robots_for(self, url: str) -> RobotFileParser | None:
+    async def _robots_for(self, url: str) -> Protego | None:
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         lock = self._robots_locks.setdefault(origin, asyncio.Lock())
@@ -229,13 +229,12 @@ class Crawler:
             if origin not in self._robots and cached and time.monotonic() - cached[0] < ROBOTS_TTL:
                 self._robots[origin] = cached[1]
             if origin not in self._robots:
-                parser: RobotFileParser | None = None
+                parser: Protego | None = None
                 try:
                     assert self._client is not None
                     resp = await self._client.get(origin + "/robots.txt", follow_redirects=True)
                     if resp.status_code == 200 and len(resp.content) < 1_000_000:
-                        parser = RobotFileParser()
-                        parser.parse(resp.text.splitlines())
+                        parser = Protego.parse(resp.text)
                 except httpx.HTTPError as exc:  # unreachable robots.txt: crawl as if none
                     log.debug("robots.txt for %s unreadable: %s", origin, exc)
                 self._robots[origin] = parser
@@ -246,7 +245,7 @@ class Crawler:
         if not self.cfg.respect_robots:
             return True
         parser = await self._robots_for(url)
-        return parser is None or parser.can_fetch(self.cfg.user_agent, url)
+        return parser is None or parser.can_fetch(url, self.cfg.user_agent)
 
     async def _wait_turn(self, host: str, url: str) -> None:
         delay = self.cfg.per_host_delay

@@ -106,6 +106,20 @@ def test_robots_txt(server, tmp_path):
     assert run(server, ["/private/p"], tmp_path, respect_robots=False)["/private/p"].ok
 
 
+def test_robots_txt_wildcards_and_allow_precedence(server, tmp_path):
+    from laminae.tasks.crawl import fetch
+
+    fetch._ROBOTS.clear()  # another test's answer for this origin may still be cached
+    server.routes["/robots.txt"] = Route(body=b"User-agent: *\nDisallow: /*?sort=\nDisallow: /*.pdf$\n"
+                                              b"Disallow: /private/\nAllow: /private/public\n",
+                                         content_type="text/plain")
+    for path in ("/list", "/list?sort=a", "/report.pdf", "/report.pdf.html", "/private/x", "/private/public"):
+        server.routes[path.split("?")[0]] = Route(body=page("x", "<p>x</p>"))
+    got = run(server, ["/list", "/list?sort=a", "/report.pdf", "/report.pdf.html", "/private/x", "/private/public"],
+              tmp_path)
+    assert {p for p, r in got.items() if r.error == "robots_disallowed"} == {"/list?sort=a", "/report.pdf", "/private/x"}
+
+
 def test_image_batches_of_a_run_reuse_its_robots_txt_answer(server, tmp_path):
     from bench.synthetic_pdf import png
     from laminae.tasks.crawl.fetch import fetch_images, host_of
