@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from laminae.tasks.embed.runtime import (
     EmbedderConfigError,
     EmbedderInfo,
     default_model_path,
+    loaded_once,
     resolve_device,
     torch_threads,
 )
@@ -35,8 +35,6 @@ log = logging.getLogger("laminae.embed")
 PROGRESS_CHUNK = 1024  # texts per embed call, so the progress bar moves on long batches
 
 
-_MODELS: dict[tuple[str, str], object] = {}
-_LOCK = threading.Lock()
 
 
 class TextEmbedder:
@@ -55,27 +53,28 @@ class TextEmbedder:
 
     def _load(self):
         key = (self.model_path, self.device)
-        with _LOCK:
-            if key not in _MODELS:
-                import torch
-                from sentence_transformers import SentenceTransformer
 
-                if self.cfg.threads:
-                    torch.set_num_threads(self.cfg.threads)
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                try:
-                    model = SentenceTransformer(self.model_path, device=self.device)
-                except OSError as exc:
-                    raise EmbedderConfigError(
-                        f"cannot load embedding model {self.model_path!r}: {exc}. Pass a local model "
-                        "directory (model hubs are not reachable from every machine)"
-                    ) from None
-                dtype = _dtype(self.cfg.precision, self.device)
-                if dtype != torch.float32:
-                    model.to(dtype)
-                model.eval()
-                _MODELS[key] = model
-            return _MODELS[key]
+        def load():
+            import torch
+            from sentence_transformers import SentenceTransformer
+
+            if self.cfg.threads:
+                torch.set_num_threads(self.cfg.threads)
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            try:
+                model = SentenceTransformer(self.model_path, device=self.device)
+            except OSError as exc:
+                raise EmbedderConfigError(
+                    f"cannot load embedding model {self.model_path!r}: {exc}. Pass a local model "
+                    "directory (model hubs are not reachable from every machine)"
+                ) from None
+            dtype = _dtype(self.cfg.precision, self.device)
+            if dtype != torch.float32:
+                model.to(dtype)
+            model.eval()
+            return model
+
+        return loaded_once(("torch", *key), load)
 
     @property
     def info(self) -> EmbedderInfo:
@@ -140,25 +139,26 @@ class ClipEmbedder:
         self.device = resolve_device(cfg.device)
         self.batch_size = cfg.batch_size or (256 if self.device.startswith("cuda") else 32)
         key = (f"clip:{cfg.model}:{cfg.precision}", self.device)
-        with _LOCK:
-            if key not in _MODELS:
-                import torch
-                from transformers import AutoModel, AutoProcessor
 
-                if cfg.threads:
-                    torch.set_num_threads(cfg.threads)
-                try:
-                    model = AutoModel.from_pretrained(cfg.model, dtype=_dtype(cfg.precision, self.device))
-                    processor = AutoProcessor.from_pretrained(cfg.model)
-                except OSError as exc:
-                    raise EmbedderConfigError(f"cannot load CLIP/SigLIP model {cfg.model!r}: {exc}") from None
-                if getattr(model.config, "model_type", None) not in CLIP_MODEL_TYPES:
-                    raise EmbedderConfigError(
-                        f"{cfg.model!r} is a {model.config.model_type} model, not CLIP/SigLIP; "
-                        "use embed.backend=sentence-transformers"
-                    )
-                _MODELS[key] = (model.to(self.device).eval(), processor)
-        self._model, self._processor = _MODELS[key]
+        def load():
+            import torch
+            from transformers import AutoModel, AutoProcessor
+
+            if cfg.threads:
+                torch.set_num_threads(cfg.threads)
+            try:
+                model = AutoModel.from_pretrained(cfg.model, dtype=_dtype(cfg.precision, self.device))
+                processor = AutoProcessor.from_pretrained(cfg.model)
+            except OSError as exc:
+                raise EmbedderConfigError(f"cannot load CLIP/SigLIP model {cfg.model!r}: {exc}") from None
+            if getattr(model.config, "model_type", None) not in CLIP_MODEL_TYPES:
+                raise EmbedderConfigError(
+                    f"{cfg.model!r} is a {model.config.model_type} model, not CLIP/SigLIP; "
+                    "use embed.backend=sentence-transformers"
+                )
+            return (model.to(self.device).eval(), processor)
+
+        self._model, self._processor = loaded_once(("torch", *key), load)
         self.model_type = self._model.config.model_type
         text_config = getattr(self._model.config, "text_config", None)
         self.max_tokens = int(getattr(text_config, "max_position_embeddings", 77) or 77)
@@ -226,28 +226,29 @@ class OpenClipEmbedder(ClipEmbedder):
         self.device = resolve_device(cfg.device)
         self.batch_size = cfg.batch_size or (256 if self.device.startswith("cuda") else 32)
         key = (self.model_id, self.device)
-        with _LOCK:
-            if key not in _MODELS:
-                import open_clip
-                import torch
 
-                if cfg.threads:
-                    torch.set_num_threads(cfg.threads)
-                if cfg.open_clip_config:
-                    open_clip.add_model_config(cfg.open_clip_config)
-                precision = {"auto": "fp16" if self.device.startswith("cuda") else "fp32"}.get(cfg.precision, cfg.precision)
-                try:
-                    model, _, preprocess = open_clip.create_model_and_transforms(
-                        arch, pretrained=pretrained or None, precision=precision, device=self.device,
-                        cache_dir=str(cache_dir() / "models"),
-                    )
-                except (RuntimeError, OSError) as exc:
-                    raise EmbedderConfigError(
-                        f"cannot load open_clip {arch!r} with {pretrained!r}: {exc}. Pass a local weights path "
-                        "(model hubs are not reachable from every machine)"
-                    ) from None
-                _MODELS[key] = (model.eval(), (preprocess, open_clip.get_tokenizer(arch)))
-        self._model, (self._preprocess, self._tokenizer) = _MODELS[key]
+        def load():
+            import open_clip
+            import torch
+
+            if cfg.threads:
+                torch.set_num_threads(cfg.threads)
+            if cfg.open_clip_config:
+                open_clip.add_model_config(cfg.open_clip_config)
+            precision = {"auto": "fp16" if self.device.startswith("cuda") else "fp32"}.get(cfg.precision, cfg.precision)
+            try:
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    arch, pretrained=pretrained or None, precision=precision, device=self.device,
+                    cache_dir=str(cache_dir() / "models"),
+                )
+            except (RuntimeError, OSError) as exc:
+                raise EmbedderConfigError(
+                    f"cannot load open_clip {arch!r} with {pretrained!r}: {exc}. Pass a local weights path "
+                    "(model hubs are not reachable from every machine)"
+                ) from None
+            return (model.eval(), (preprocess, open_clip.get_tokenizer(arch)))
+
+        self._model, (self._preprocess, self._tokenizer) = loaded_once(("torch", *key), load)
         self.dim = int(self.embed(["probe"]).shape[1])
 
     def embed(self, texts: list[str]) -> np.ndarray:

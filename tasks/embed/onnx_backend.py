@@ -40,6 +40,7 @@ from laminae.tasks.embed.runtime import (
     EmbedderConfigError,
     EmbedderInfo,
     default_model_path,
+    loaded_once,
 )
 
 log = logging.getLogger("laminae.embed")
@@ -61,7 +62,6 @@ _LEGACY_POOLING_KEYS = {  # sentence-transformers' concatenation order
 EXPORTS = 0  # exports done by this process (the tests read it)
 _LOCK = threading.Lock()
 _DIGESTS: dict[tuple, str] = {}
-_SESSIONS: dict[tuple, object] = {}
 
 
 def _read_json(path: Path) -> dict:
@@ -325,23 +325,22 @@ def _providers(device: str) -> tuple[str, list]:
 
 
 def _session(path: Path, providers: list, threads: int):
-    key = (str(path), repr(providers), threads)
-    with _LOCK:
-        if key not in _SESSIONS:
-            import onnxruntime as ort
+    def load():
+        import onnxruntime as ort
 
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            try:
-                _SESSIONS[key] = ort.InferenceSession(str(path), options, providers=providers)
-            except Exception as exc:
-                raise EmbedderConfigError(
-                    f"onnxruntime cannot load {path}: {exc}. Delete the file to export the model again"
-                ) from None
-        return _SESSIONS[key]
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        try:
+            return ort.InferenceSession(str(path), options, providers=providers)
+        except Exception as exc:
+            raise EmbedderConfigError(
+                f"onnxruntime cannot load {path}: {exc}. Delete the file to export the model again"
+            ) from None
+
+    return loaded_once(("onnx", str(path), repr(providers), threads), load)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, modes: tuple[str, ...]) -> np.ndarray:

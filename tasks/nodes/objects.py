@@ -12,10 +12,10 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import threading
 from dataclasses import dataclass
 
 from laminae.tasks.config import DetectConfig, cache_dir
+from laminae.tasks.embed.runtime import loaded_once
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
 
 log = logging.getLogger("laminae.detect")
@@ -25,8 +25,6 @@ PACKAGED_LABELS = {"Normal": "person", "Fall": "person"}
 STRIDE = 32  # YOLO inference sizes are multiples of the network stride
 MIN_INFERENCE_PX = 128
 PLAIN_STDDEV = 2.0  # grey-level standard deviation of a 32x32 thumbnail below which a picture is blank
-_MODELS: dict[tuple[str, str], object] = {}
-_LOCK = threading.Lock()
 
 
 class DetectorConfigError(RuntimeError):
@@ -82,15 +80,16 @@ class Detector:
         self.threads = threads
         self.device = resolve_device(cfg.device)
         key = (weights.path, self.device)
-        with _LOCK:
-            if key not in _MODELS:
-                _offline_ultralytics()
-                import ultralytics
-                from ultralytics import YOLO
 
-                ultralytics.settings.update({"sync": False})
-                _MODELS[key] = YOLO(weights.path)
-        self.model = _MODELS[key]
+        def load():
+            _offline_ultralytics()
+            import ultralytics
+            from ultralytics import YOLO
+
+            ultralytics.settings.update({"sync": False})
+            return YOLO(weights.path)
+
+        self.model = loaded_once(("yolo", *key), load)
 
     def inference_size(self, width: int, height: int) -> int:
         """The picture's longest side rounded up to the model's stride, within [MIN_INFERENCE_PX,

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 
 import numpy as np
 
 from laminae.tasks.config import SummarizeConfig
+from laminae.tasks.embed.runtime import loaded_once
 
 
 def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: SummarizeConfig) -> str | None:
@@ -50,22 +50,19 @@ def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: Summarize
     return text[: cfg.max_chars].strip() or None
 
 
-_SEQ2SEQ: dict[str, tuple[object, object]] = {}
-_LOCK = threading.Lock()
-
-
 def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu") -> list[str]:
     """Abstractive summaries by a local transformers seq2seq model (loaded once per process)."""
     if not cfg.model:
         raise ValueError("summarize.mode=seq2seq needs summarize.model (a transformers id or local path)")
-    with _LOCK:
-        if cfg.model not in _SEQ2SEQ:
-            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(cfg.model)
-            model = AutoModelForSeq2SeqLM.from_pretrained(cfg.model).to(device).eval()
-            _SEQ2SEQ[cfg.model] = (tok, model)
-    tok, model = _SEQ2SEQ[cfg.model]
+    def load():
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(cfg.model)
+        model = AutoModelForSeq2SeqLM.from_pretrained(cfg.model).to(device).eval()
+        return (tok, model)
+
+    tok, model = loaded_once(("seq2seq", cfg.model, device), load)
     import torch
 
     limit = min(getattr(model.config, "max_position_embeddings", None) or 512, tok.model_max_length)

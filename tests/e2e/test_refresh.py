@@ -56,14 +56,12 @@ def test_refresh_reembeds_only_what_changed(server, tmp_path, prefect_harness):
     first = build_index(seeds=str(seeds), index=index, settings=SETTINGS)
     assert first["status"] == "success"
 
-    from laminae.tasks.embed import embedders as embed
-    from laminae.tasks.embed import onnx_backend as embed_onnx
+    from laminae.tasks.embed.runtime import forget_models, loaded_models
 
-    embed._MODELS.clear()
-    embed_onnx._SESSIONS.clear()
+    forget_models()
     again = build_index(seeds=str(seeds), index=index, settings=SETTINGS)
     assert again["embedded"] == 0 and again["documents_indexed"] == 4
-    assert not embed._MODELS and not embed_onnx._SESSIONS  # nothing to embed: no model was loaded
+    assert not loaded_models()  # nothing to embed or detect: no model was loaded
     first = again
 
     same = refresh_index(index=index)
