@@ -1,4 +1,5 @@
-"""Stage runners over a batch of fetched documents: parse → split/explode/edges → images → embed → write.
+"""The batch pipeline as data: ``STAGES`` (parse → pictures → detect → embed → summarize → embed
+documents), run in order over one batch of fetched pages, then ``write_batch``.
 
 Reads fetch results (raw bodies from the raw store) and the index's stored vectors; writes the
 batch's documents, components, subcomponents, edges, fetches and errors into the index. Bad input
@@ -10,8 +11,9 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -48,19 +50,6 @@ from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.pipeline")
 DETECT_CHUNK = 64
-
-
-@dataclass
-class StageTimes:
-    seconds: Counter[str] = field(default_factory=Counter)
-
-    @contextmanager
-    def stage(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] += time.perf_counter() - start
 
 
 @dataclass
@@ -285,80 +274,175 @@ class ProcessedBatch:
 
 
 @dataclass
-class ParsedBatch:
-    """One batch's pages parsed into nodes, with their pictures fetched: what detection and
-    embedding start from."""
+class BatchWork:
+    """One batch of fetched pages as the stages hand it on: each stage reads and extends it."""
 
-    docs: list[DocumentNodes]
-    errors: list[dict]
-    image_fetches: list[FetchResult]
-    seconds: dict[str, float]
+    results: list[FetchResult]
+    index_dir: str
+    settings: BuildSettings
+    run_id: str
+    seed_hosts: set[str]
+    docs: list[DocumentNodes] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    image_fetches: list[FetchResult] = field(default_factory=list)
+    seconds: Counter[str] = field(default_factory=Counter)
+    embedder: object | None = None  # chosen by the first embedding stage
+    known: dict[str, np.ndarray] = field(default_factory=dict)  # vectors found in the embedding cache
+    new_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    rows_embedded: int = 0  # node rows given a vector, from the cache or new
+    stages_run: list[str] = field(default_factory=list)
+
+    @property
+    def components(self) -> list[dict]:
+        return [c for d in self.docs for c in d.components]
+
+    @property
+    def subcomponents(self) -> list[dict]:
+        return [s for d in self.docs for s in d.subcomponents]
+
+    @cached_property
+    def raw(self) -> RawStore:
+        return RawStore(self.index_dir)
+
+    @cached_property
+    def store(self) -> IndexStore:
+        return IndexStore(self.index_dir)
+
+
+ParsedBatch = BatchWork  # a batch that went through the stages that read no index table
+
+
+def _parse(work: BatchWork) -> None:
+    work.docs, errors = parse_documents(work.results, work.index_dir, work.settings, work.run_id)
+    work.errors.extend(errors)
+    progress.current().advance("parse", len(work.results))
+
+
+def _fetch_pictures(work: BatchWork) -> None:
+    fetches, problems = attach_images(work.components, work.settings.crawl, work.raw, work.seed_hosts)
+    work.image_fetches.extend(fetches)
+    for comp, url, reason, message in problems:
+        work.errors.append(error_row(work.run_id, url, "image", reason, message, document=comp["document_id"]))
+
+
+def _detect(work: BatchWork) -> None:
+    objects, object_edges, problems = detect_stage(work.components, work.raw, work.settings, work.store, work.run_id)
+    work.errors.extend(problems)
+    by_doc: dict[str, list[dict]] = {}
+    for row in objects:
+        by_doc.setdefault(row["document_id"], []).append(row)
+    for d in work.docs:
+        d.subcomponents.extend(by_doc.get(d.document["id"], []))
+        d.edges.extend(e for e in object_edges if e["document_id"] == d.document["id"])
+        d.document["n_subcomponents"] = len(d.subcomponents)
+        if d.document["id"] in by_doc:  # build_nodes serialized the rest; objects are new
+            serialize_document(d.document, d.components, d.subcomponents)
+
+
+def _embedder(work: BatchWork):
+    if work.embedder is None:
+        work.embedder = batch_embedder(work.settings, work.store)
+    return work.embedder
+
+
+def _embed_nodes(work: BatchWork) -> None:
+    embedder = _embedder(work)
+    nodes = work.components + work.subcomponents
+    text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
+    keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
+    keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
+    work.known.update(work.store.cached_vectors(keys))
+    work.new_vectors.update(embed_rows(text_rows, embedder, work.known))
+    work.new_vectors.update(embed_pixels(pixel_rows, embedder, work.known, work.raw.get))
+    work.rows_embedded += len(nodes)
+
+
+def _summarize(work: BatchWork) -> None:
+    work.errors.extend(summarize_stage(work.docs, work.settings, work.run_id))
+
+
+def _embed_documents(work: BatchWork) -> None:
+    embedder = _embedder(work)
+    documents = [d.document for d in work.docs]
+    work.known.update(work.store.cached_vectors([cache_key(embedder.model_id, embed_text(r)) for r in documents]))
+    work.new_vectors.update(embed_rows(documents, embedder, work.known))
+    work.rows_embedded += len(documents)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a batch: its entry point, what it reads and what it writes (table.column, or the
+    raw store), and whether it reads the index's tables (then it cannot run ahead, beside the batch
+    before it). ``name`` is where its seconds are reported; two steps may share one."""
+
+    name: str
+    run: Callable[[BatchWork], None]
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    reads_index: bool = False
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("parse", _parse, reads=("raw: page bytes", "fetches.final_url"),
+          writes=("documents", "components", "subcomponents (sentence, row, header)", "edges", "*.search_text")),
+    Stage("images", _fetch_pictures, reads=("components.image_url",),
+          writes=("raw: picture bytes", "components.image_key", "components.image_mime",
+                  "components.image_width", "components.image_height")),
+    Stage("detect", _detect, reads=("raw: picture bytes", "components.detected", "subcomponents (object)"),
+          writes=("subcomponents (object)", "edges (contains)", "components.detected"), reads_index=True),
+    Stage("embed", _embed_nodes, reads=("components.search_text", "subcomponents.search_text", "embeddings"),
+          writes=("components.vector", "subcomponents.vector", "embeddings"), reads_index=True),
+    Stage("summarize", _summarize, reads=("subcomponents.text", "subcomponents.vector (sentences)"),
+          writes=("documents.summary", "documents.text", "documents.search_text")),
+    Stage("embed", _embed_documents, reads=("documents.search_text", "embeddings"),
+          writes=("documents.vector", "embeddings"), reads_index=True),
+)
+
+
+def ahead_stages(stages: Sequence[Stage] = STAGES) -> int:
+    """How many leading stages read no index table: they may run for the next batch while this
+    one goes through the rest."""
+    count = 0
+    for stage in stages:
+        if stage.reads_index:
+            break
+        count += 1
+    return count
+
+
+def run_stages(work: BatchWork, stages: Sequence[Stage]) -> BatchWork:
+    """Run ``stages`` in order on ``work``, timing each under its name."""
+    for stage in stages:
+        started = time.perf_counter()
+        try:
+            stage.run(work)
+        finally:
+            work.seconds[stage.name] += time.perf_counter() - started
+        work.stages_run.append(stage.name)
+    return work
 
 
 def parse_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                seed_hosts: set[str]) -> ParsedBatch:
-    """Parse one batch of fetched pages and fetch their pictures into the raw store. Reads no
-    table, so it may run beside the detection, embedding and writing of the batch before it."""
-    times = StageTimes()
-    with times.stage("parse"):
-        docs, errors = parse_documents(results, index_dir, settings, run_id)
-    progress.current().advance("parse", len(results))
-    with times.stage("images"):
-        components = [c for d in docs for c in d.components]
-        image_fetches, problems = attach_images(components, settings.crawl, RawStore(index_dir), seed_hosts)
-        for comp, url, reason, message in problems:
-            errors.append(error_row(run_id, url, "image", reason, message, document=comp["document_id"]))
-    return ParsedBatch(docs, errors, image_fetches, dict(times.seconds))
+                seed_hosts: set[str], stages: Sequence[Stage] = STAGES) -> ParsedBatch:
+    """The stages of one batch that read no index table (parse, fetch its pictures): they may run
+    beside the detection, embedding and writing of the batch before it."""
+    work = BatchWork(results, index_dir, settings, run_id, seed_hosts)
+    return run_stages(work, stages[:ahead_stages(stages)])
 
 
 def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                  seed_hosts: set[str], parsed: ParsedBatch | None = None) -> ProcessedBatch:
-    """Parse, fetch images, detect, embed and summarize one batch of fetched pages (``parsed``:
-    its ``parse_batch``, when that already ran).
-
-    Reads the index (embedding and detection caches) and adds page and image bytes to its raw
-    store (content-addressed, so workers may share it); writes no table, so batches can run in
-    parallel on any task runner and ``write_batch`` applies them in order.
-    """
-    if parsed is None:
-        parsed = parse_batch(results, index_dir, settings, run_id, seed_hosts)
-    times = StageTimes()
-    times.seconds.update(parsed.seconds)
-    raw = RawStore(index_dir)
-    store = IndexStore(index_dir)
-    docs, errors, image_fetches = parsed.docs, list(parsed.errors), parsed.image_fetches
-    components = [c for d in docs for c in d.components]
-    with times.stage("detect"):
-        objects, object_edges, problems = detect_stage(components, raw, settings, store, run_id)
-        errors.extend(problems)
-        by_doc: dict[str, list[dict]] = {}
-        for row in objects:
-            by_doc.setdefault(row["document_id"], []).append(row)
-        for d in docs:
-            d.subcomponents.extend(by_doc.get(d.document["id"], []))
-            d.edges.extend(e for e in object_edges if e["document_id"] == d.document["id"])
-            d.document["n_subcomponents"] = len(d.subcomponents)
-            if d.document["id"] in by_doc:  # build_nodes serialized the rest; objects are new
-                serialize_document(d.document, d.components, d.subcomponents)
-    subcomponents = [s for d in docs for s in d.subcomponents]
-    embedder = batch_embedder(settings, store)
-    new_vectors: dict = {}
-    with times.stage("embed"):
-        nodes = components + subcomponents
-        text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
-        keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
-        keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
-        known = store.cached_vectors(keys)
-        new_vectors.update(embed_rows(text_rows, embedder, known))
-        new_vectors.update(embed_pixels(pixel_rows, embedder, known, raw.get))
-    with times.stage("summarize"):
-        errors.extend(summarize_stage(docs, settings, run_id))
-    with times.stage("embed"):
-        documents = [d.document for d in docs]
-        known.update(store.cached_vectors([cache_key(embedder.model_id, embed_text(r)) for r in documents]))
-        new_vectors.update(embed_rows(documents, embedder, known))
-    return ProcessedBatch(docs, errors, new_vectors, results + image_fetches, dict(times.seconds),
-                          embedder.model_id, embedded=len(new_vectors), reused=len(nodes) + len(documents) - len(new_vectors))
+                  seed_hosts: set[str], parsed: ParsedBatch | None = None,
+                  stages: Sequence[Stage] = STAGES) -> ProcessedBatch:
+    """Every stage of ``stages`` for one batch of fetched pages (after ``parsed``'s, when its
+    ``parse_batch`` already ran). Reads the index (embedding and detection caches) and adds page and
+    image bytes to its raw store (content-addressed, so workers may share it); writes no table, so
+    batches can run in parallel on any task runner and ``write_batch`` applies them in order."""
+    work = parsed or parse_batch(results, index_dir, settings, run_id, seed_hosts, stages)
+    run_stages(work, stages[ahead_stages(stages):])
+    model_id = work.embedder.model_id if work.embedder is not None else ""
+    return ProcessedBatch(work.docs, work.errors, work.new_vectors, results + work.image_fetches,
+                          dict(work.seconds), model_id, embedded=len(work.new_vectors),
+                          reused=work.rows_embedded - len(work.new_vectors))
 
 
 def batch_embedder(settings: BuildSettings, store: IndexStore):
