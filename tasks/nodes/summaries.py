@@ -76,11 +76,25 @@ def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu
 
 
 class EndpointError(RuntimeError):
-    """The summary endpoint could not be used; the message says why."""
+    """The summary endpoint could not be used; the message says why. ``retryable``: the endpoint
+    may answer if asked again (408, 429, 5xx)."""
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def _retryable(exc: BaseException) -> bool:
+    import httpx
+
+    if isinstance(exc, EndpointError):
+        return exc.retryable
+    return isinstance(exc, httpx.HTTPError | KeyError | IndexError | ValueError)  # network, or a garbled answer
 
 
 async def _endpoint_async(texts: list[str], cfg: SummarizeConfig) -> list[str | BaseException]:
     import httpx
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
     if not cfg.base_url or not cfg.endpoint_model:
         raise EndpointError("summarize.mode=endpoint needs summarize.base_url and summarize.endpoint_model")
@@ -99,24 +113,21 @@ async def _endpoint_async(texts: list[str], cfg: SummarizeConfig) -> list[str | 
             ],
             "temperature": 0,
         }
-        last: Exception | None = None
-        for attempt in range(cfg.retries + 1):
-            async with sem:
-                try:
-                    resp = await client.post(url, json=body, headers=headers)
+        retrying = AsyncRetrying(stop=stop_after_attempt(cfg.retries + 1), wait=wait_exponential(multiplier=0.2, max=10),
+                                 retry=retry_if_exception(_retryable), reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with sem:  # not held while waiting to retry
+                        resp = await client.post(url, json=body, headers=headers)
                     if resp.status_code in (408, 429) or resp.status_code >= 500:
-                        raise EndpointError(f"HTTP {resp.status_code} from {url}")
+                        raise EndpointError(f"HTTP {resp.status_code} from {url}", retryable=True)
                     if resp.status_code >= 400:
                         raise EndpointError(f"HTTP {resp.status_code} from {url}: {resp.text[:200]}")
-                    content = resp.json()["choices"][0]["message"]["content"]
-                    return str(content).strip()[: cfg.max_chars]
-                except (httpx.HTTPError, EndpointError, KeyError, IndexError, ValueError) as exc:
-                    last = exc
-                    if isinstance(exc, EndpointError) and "HTTP 4" in str(exc) and "429" not in str(exc) \
-                            and "408" not in str(exc):
-                        break
-            await asyncio.sleep(0.2 * 2**attempt)
-        raise EndpointError(f"{type(last).__name__}: {last}")
+                    return str(resp.json()["choices"][0]["message"]["content"]).strip()[: cfg.max_chars]
+        except (httpx.HTTPError, EndpointError, KeyError, IndexError, ValueError) as exc:
+            raise EndpointError(f"{type(exc).__name__}: {exc}") from None
+        raise AssertionError("unreachable: tenacity returns or raises")
 
     async with httpx.AsyncClient(timeout=cfg.timeout, trust_env=False) as client:
         return await asyncio.gather(*(one(client, t) for t in texts), return_exceptions=True)

@@ -185,6 +185,36 @@ def test_endpoint_summaries_against_a_local_server(server, monkeypatch):
     assert isinstance(failed[0], Exception)
 
 
+def test_endpoint_summaries_retry_what_may_pass_and_only_that(server):
+    calls: list[str] = []
+
+    def flaky(handler: BaseHTTPRequestHandler) -> None:  # 503 once, then an answer
+        calls.append("flaky")
+        handler.rfile.read(int(handler.headers["Content-Length"]))
+        ok = len(calls) > 1
+        reply = json.dumps({"choices": [{"message": {"content": "A summary."}}]}).encode() if ok else b""
+        handler.send_response(200 if ok else 503)
+        handler.send_header("Content-Length", str(len(reply)))
+        handler.end_headers()
+        handler.wfile.write(reply)
+
+    def refused(handler: BaseHTTPRequestHandler) -> None:
+        calls.append("refused")
+        handler.rfile.read(int(handler.headers["Content-Length"]))
+        handler.send_response(401)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    server_post(server)
+    server.routes["/flaky/chat/completions"] = flaky
+    server.routes["/refused/chat/completions"] = refused
+    cfg = {"mode": "endpoint", "endpoint_model": "tiny", "timeout": 5, "retries": 2}
+    assert endpoint_summaries(["x"], SummarizeConfig(base_url=server.url("/flaky"), **cfg)) == ["A summary."]
+    assert calls == ["flaky", "flaky"]
+    (failed,) = endpoint_summaries(["x"], SummarizeConfig(base_url=server.url("/refused"), **cfg))
+    assert "HTTP 401" in str(failed) and calls.count("refused") == 1  # a refusal is not retried
+
+
 def server_post(server) -> None:
     """Let the route server answer POST like GET (the chat endpoint is a POST)."""
     handler = server.httpd.RequestHandlerClass
