@@ -20,6 +20,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 from protego import Protego
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
@@ -273,35 +274,38 @@ class Crawler:
         etag: str | None = None,
         last_modified: str | None = None,
     ) -> FetchResult:
-        """Fetch one URL with retries on transient failures; never raises for bad input."""
+        """Fetch one URL with retries on transient failures (after the server's Retry-After when it
+        gives one, else with exponential backoff); never raises for bad input."""
         result = FetchResult(url=url, kind=kind)
-        attempts = self.cfg.retries + 1
-        for attempt in range(attempts):
-            try:
-                await asyncio.wait_for(
-                    self._fetch_once(result, etag=etag, last_modified=last_modified),
-                    timeout=self.cfg.timeout_total,
-                )
-                return result
-            except _Failure as failure:
-                result.error, result.message = failure.reason, failure.message
-                result.status = failure.status if failure.status is not None else result.status
-                if not failure.transient or attempt == attempts - 1:
-                    return result
-                if failure.retry_after is not None:
-                    if failure.retry_after > self.cfg.max_retry_after:
-                        result.message += (f"; the server asked to retry after {failure.retry_after:g} s, more than "
-                                           f"max_retry_after ({self.cfg.max_retry_after:g} s)")
-                        return result
-                    await asyncio.sleep(failure.retry_after)
-                    continue
-            except TimeoutError:
-                result.error = "timeout"
-                result.message = f"no complete response within {self.cfg.timeout_total:g} s"
-                if attempt == attempts - 1:
-                    return result
-            await asyncio.sleep(self.cfg.backoff * (2**attempt))
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.cfg.retries + 1), wait=self._retry_wait,
+                                 retry=retry_if_exception(self._retry_worth), reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    await asyncio.wait_for(self._fetch_once(result, etag=etag, last_modified=last_modified),
+                                           timeout=self.cfg.timeout_total)
+        except _Failure as failure:
+            result.error, result.message = failure.reason, failure.message
+            result.status = failure.status if failure.status is not None else result.status
+            if failure.transient and failure.retry_after is not None and failure.retry_after > self.cfg.max_retry_after:
+                result.message += (f"; the server asked to retry after {failure.retry_after:g} s, more than "
+                                   f"max_retry_after ({self.cfg.max_retry_after:g} s)")
+        except TimeoutError:
+            result.error = "timeout"
+            result.message = f"no complete response within {self.cfg.timeout_total:g} s"
         return result
+
+    def _retry_worth(self, exc: BaseException) -> bool:
+        if isinstance(exc, TimeoutError):
+            return True
+        return isinstance(exc, _Failure) and exc.transient and (
+            exc.retry_after is None or exc.retry_after <= self.cfg.max_retry_after)
+
+    def _retry_wait(self, state: RetryCallState) -> float:
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, _Failure) and failure.retry_after is not None:
+            return failure.retry_after
+        return self.cfg.backoff * 2 ** (state.attempt_number - 1)
 
     async def _fetch_once(self, result: FetchResult, *, etag: str | None, last_modified: str | None) -> None:
         assert self._client is not None, "use Crawler as an async context manager"
