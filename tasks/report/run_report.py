@@ -9,7 +9,6 @@ run summary for the Prefect artifact.
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter
 from datetime import UTC, datetime
@@ -53,32 +52,15 @@ def run_markdown(summary: dict, index: str) -> str:
 
 
 # -- charts --------------------------------------------------------------------------------------
-def bar_chart(title: str, items: list[tuple[str, float]], color: str, unit: str = "", digits: int = 0) -> str:
-    """A horizontal bar chart as inline SVG (labels, bars, values)."""
-    e = html.escape
-    if not items:
-        return f'<figure><figcaption>{e(title)}</figcaption><p class="none">nothing to show</p></figure>'
-    top = max(v for _, v in items) or 1.0
+def bar_chart(title: str, items: list[tuple[str, float]], color: str, unit: str = "", digits: int = 0) -> dict:
+    """A horizontal bar chart's geometry (labels, bar widths, values) for the template's ``chart``."""
     row, label_w, bar_w = 22, 230, 380
-    height = row * len(items) + 8
-    parts = [f'<svg role="img" aria-label="{e(title)}" width="{label_w + bar_w + 110}" height="{height}" '
-             f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">']
-    for i, (label, value) in enumerate(items):
-        y = 4 + i * row
-        width = max(bar_w * value / top, 1 if value else 0)
-        short = label if len(label) <= 34 else label[:33] + "…"
-        parts.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end"><title>{e(label)}</title>{e(short)}</text>'
-                     f'<rect x="{label_w}" y="{y + 2}" width="{width:.1f}" height="{row - 6}" fill="{color}"/>'
-                     f'<text x="{label_w + width + 5:.1f}" y="{y + 14}">{value:,.{digits}f}{e(unit)}</text>')
-    parts.append("</svg>")
-    return f"<figure><figcaption>{e(title)}</figcaption>{''.join(parts)}</figure>"
-
-
-def _table(headers: list[str], rows: list[list]) -> str:
-    e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    top = max((v for _, v in items), default=0.0) or 1.0
+    bars = [{"y": 4 + i * row, "label": label, "short": label if len(label) <= 34 else label[:33] + "…",
+             "width": max(bar_w * value / top, 1 if value else 0), "value": f"{value:,.{digits}f}"}
+            for i, (label, value) in enumerate(items)]
+    return {"title": title, "bars": bars, "color": color, "unit": unit, "row": row, "label_w": label_w,
+            "width": label_w + bar_w + 110, "height": row * len(items) + 8}
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -148,52 +130,35 @@ def gather(index: str) -> dict:
 
 
 # -- page --------------------------------------------------------------------------------------
-CSS = """body{font-family:sans-serif;margin:2em auto;max-width:1000px;color:#222}
-h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
-figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}.none{color:#888}
-.status-success{color:#2a7}.status-partial{color:#c80}.status-failure{color:#c22}.grid{display:flex;flex-wrap:wrap;gap:1em}"""
-
-
 def render(data: dict) -> str:
-    """The report page for ``gather``'s data."""
-    e = html.escape
+    """The report page for ``gather``'s data (the layout is ``templates/report.html.j2``)."""
     runs = data["runs"]
     last = runs[-1] if runs else None
     summary = last["summary"] if last else {}
-    out = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>laminae report: {e(data['index'])}"
-           f"</title><style>{CSS}</style></head><body>",
-           f"<h1>laminae index report</h1><p>Index <code>{e(data['index'])}</code>, manifest "
-           f"{data.get('manifest_version', '–')}; generated {e(data['generated'])}.</p>"]
-    if last:
-        seconds = summary.get("seconds_by_stage", {})
-        out.append(f"<p>Last run <code>{e(last['id'])}</code> ({e(last['flow'])}): "
-                   f"<b class='status-{e(last['status'])}'>{e(last['status'])}</b>, "
-                   f"{summary.get('documents_indexed', 0)} documents indexed from {summary.get('pages_fetched', 0)} "
-                   f"fetched, {summary.get('embedded', 0)} items embedded, {summary.get('reused_vectors', 0)} reused, "
-                   f"{seconds.get('total', 0):.1f} s.</p>")
-    if "unpublished" in data:
-        out.append(f"<p class='none'>No build has been published: {e(data['unpublished'])}</p>")
+    seconds_all = summary.get("seconds_by_stage", {})
+    seconds = {k: v for k, v in seconds_all.items() if k != "total"}
+    charts: dict[str, dict] = {}
     stats = data.get("stats")
     if stats:
         nodes = [(f"document ({k})", float(v)) for k, v in sorted(data["documents_by_kind"].items())]
-        out.append("<h2>Nodes and edges</h2><div class='grid'>")
-        out.append(bar_chart("Nodes per layer and kind", nodes
-                             + [(f"component: {k}", float(v)) for k, v in stats["components"].items()]
-                             + [(f"subcomponent: {k}", float(v)) for k, v in stats["subcomponents"].items()],
-                             COLORS["layer1"]))
-        out.append(bar_chart("Edges", [(k, float(v)) for k, v in stats["edges"].items()]
-                             + [("links_to resolved in corpus", float(stats["links_to_resolved"])),
-                                ("links_to outside the corpus", float(stats["links_to_unresolved"]))],
-                             COLORS["layer0"]))
-        out.append("</div>")
+        charts["nodes"] = bar_chart("Nodes per layer and kind", nodes
+                                    + [(f"component: {k}", float(v)) for k, v in stats["components"].items()]
+                                    + [(f"subcomponent: {k}", float(v)) for k, v in stats["subcomponents"].items()],
+                                    COLORS["layer1"])
+        charts["edges"] = bar_chart("Edges", [(k, float(v)) for k, v in stats["edges"].items()]
+                                    + [("links_to resolved in corpus", float(stats["links_to_resolved"])),
+                                       ("links_to outside the corpus", float(stats["links_to_unresolved"]))],
+                                    COLORS["layer0"])
+        charts["largest"] = bar_chart("Subcomponents per document (top 10)",
+                                      [(d["title"] or d["url"], float(d["n_subcomponents"] or 0)) for d in data["largest"]],
+                                      COLORS["size"])
+        charts["out_degree"] = bar_chart("Out-degree", _degree_histogram(data["out_degree"]), COLORS["out"])
+        charts["in_degree"] = bar_chart("In-degree", _degree_histogram(data["in_degree"]), COLORS["in"])
     if last:
-        seconds = {k: v for k, v in summary.get("seconds_by_stage", {}).items() if k != "total"}
-        out.append("<h2>Where the time went (last run)</h2>")
-        out.append(bar_chart("Seconds per stage", sorted(seconds.items(), key=lambda kv: -kv[1]), COLORS["time"],
-                             " s", 2))
+        charts["seconds"] = bar_chart("Seconds per stage", sorted(seconds.items(), key=lambda kv: -kv[1]),
+                                      COLORS["time"], " s", 2)
         rates = []
-        total = summary.get("seconds_by_stage", {}).get("total") or 0
+        total = seconds_all.get("total") or 0
         if total:
             rates.append(("documents indexed per second (whole run)", summary.get("documents_indexed", 0) / total))
         if seconds.get("crawl"):
@@ -202,38 +167,36 @@ def render(data: dict) -> str:
             rates.append(("documents parsed per second (parse)", summary.get("documents_indexed", 0) / seconds["parse"]))
         if seconds.get("embed") and summary.get("embedded"):
             rates.append(("items embedded per second (embed)", summary["embedded"] / seconds["embed"]))
-        out.append(bar_chart("Throughput", rates, COLORS["rate"], "/s", 1))
-        out.append("<h2>Errors and warnings (last run)</h2>")
+        charts["throughput"] = bar_chart("Throughput", rates, COLORS["rate"], "/s", 1)
         errs = data.get("errors", [])
-        out.append(bar_chart("Errors by stage and reason", [(f"{st}: {rs}", float(n)) for (sev, st, rs), n in errs
-                                                            if sev == "error"], COLORS["error"]))
-        out.append(bar_chart("Warnings by stage and reason", [(f"{st}: {rs}", float(n)) for (sev, st, rs), n in errs
-                                                              if sev == "warning"], COLORS["warning"]))
-    if stats:
-        out.append("<h2>The largest documents</h2>")
-        out.append(bar_chart("Subcomponents per document (top 10)",
-                             [(d["title"] or d["url"], float(d["n_subcomponents"] or 0)) for d in data["largest"]],
-                             COLORS["size"]))
-        out.append(_table(["document", "kind", "components", "subcomponents", "url"],
-                          [[d["title"], d["kind"], d["n_components"], d["n_subcomponents"], d["url"]]
-                           for d in data["largest"]]))
-        out.append("<h2>Link graph</h2><p>Documents by how many distinct documents of the corpus they link to "
-                   "(out) and are linked from (in), over resolved <code>links_to</code> edges.</p><div class='grid'>")
-        out.append(bar_chart("Out-degree", _degree_histogram(data["out_degree"]), COLORS["out"]))
-        out.append(bar_chart("In-degree", _degree_histogram(data["in_degree"]), COLORS["in"]))
-        out.append("</div>")
-    out.append("<h2>Run history</h2>")
-    out.append(bar_chart("Seconds per run", [(f"{r['started_at']:%Y-%m-%d %H:%M} {r['flow']}",
-                                              float(r["summary"].get("seconds_by_stage", {}).get("total", 0)))
-                                             for r in runs[-30:]], COLORS["time"], " s", 1))
-    out.append(_table(["started", "flow", "status", "seconds", "documents", "embedded", "errors", "manifest", "run"],
-                      [[f"{r['started_at']:%Y-%m-%d %H:%M:%S}", r["flow"], r["status"],
-                        f"{r['summary'].get('seconds_by_stage', {}).get('total', 0):.1f}",
-                        r["summary"].get("documents_indexed", 0), r["summary"].get("embedded", 0),
-                        sum((r["summary"].get("errors_by_stage") or {}).values()), r["manifest_version"], r["id"]]
-                       for r in reversed(runs)]))
-    out.append("</body></html>\n")
-    return "\n".join(out)
+        charts["errors"] = bar_chart("Errors by stage and reason",
+                                     [(f"{st}: {rs}", float(n)) for (sev, st, rs), n in errs if sev == "error"],
+                                     COLORS["error"])
+        charts["warnings"] = bar_chart("Warnings by stage and reason",
+                                       [(f"{st}: {rs}", float(n)) for (sev, st, rs), n in errs if sev == "warning"],
+                                       COLORS["warning"])
+    charts["runs"] = bar_chart("Seconds per run", [(f"{r['started_at']:%Y-%m-%d %H:%M} {r['flow']}",
+                                                    float(r["summary"].get("seconds_by_stage", {}).get("total", 0)))
+                                                   for r in runs[-30:]], COLORS["time"], " s", 1)
+    run_rows = [[f"{r['started_at']:%Y-%m-%d %H:%M:%S}", r["flow"], r["status"],
+                 f"{r['summary'].get('seconds_by_stage', {}).get('total', 0):.1f}",
+                 r["summary"].get("documents_indexed", 0), r["summary"].get("embedded", 0),
+                 sum((r["summary"].get("errors_by_stage") or {}).values()), r["manifest_version"], r["id"]]
+                for r in reversed(runs)]
+    largest_rows = [[d["title"], d["kind"], d["n_components"], d["n_subcomponents"], d["url"]]
+                    for d in data.get("largest", [])]
+    return _template().render(index=data["index"], manifest_version=data.get("manifest_version", "–"),
+                              generated=data["generated"], last=last, summary=summary,
+                              total=seconds_all.get("total", 0), unpublished=data.get("unpublished"),
+                              charts=charts, largest_rows=largest_rows, run_rows=run_rows) + "\n"
+
+
+def _template():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("laminae.tasks.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+    return env.get_template("report.html.j2")
 
 
 def write_report(index: str, out: str | Path | None = None) -> str:
