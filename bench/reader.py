@@ -1,6 +1,6 @@
 """Benchmark the reader's moves on a synthetic index: p50/p95 latency and resident memory.
 
-Writes a synthetic index (random unit vectors in the real schemas, ``tasks.synthetic``) into a
+Writes a synthetic index (random unit vectors in the real schemas, ``bench.synthetic``) into a
 temporary directory (or ``--index DIR`` to keep and reuse it), then times each operation over
 random queries. The reference measured in the same run is one bare numpy matrix-vector product
 over all subcomponent vectors (the memory-bandwidth floor of an exact scan); each operation's

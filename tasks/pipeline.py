@@ -527,7 +527,7 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
 
 def reembed_index(index_dir: str, embedder) -> int:
     """Move every node of the index into ``embedder``'s vector space and the current serialization
-    (``tasks.serialize``); returns how many were embedded.
+    (``laminae.tasks.nodes.search_text``); returns how many were embedded.
 
     Each node table is rewritten whole with the new search texts and vectors (a new table version:
     readers pinned to older manifests keep the old space) and the index metadata names the new

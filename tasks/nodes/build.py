@@ -105,7 +105,7 @@ class _EdgeMaker:
 
 
 def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> DocumentNodes:
-    """Rows for one parsed page; ids are deterministic (see ``schemas.ids``)."""
+    """Rows for one parsed page; ids are deterministic (see ``laminae.schemas.ids``)."""
     out = DocumentNodes(document_row(page, doc_id, fetch, cfg))
     own = {normalize_url(u) for u in (fetch.url, fetch.final_url, page.canonical_url, *fetch.redirects) if u}
     edges = _EdgeMaker(doc_id, own)

@@ -62,7 +62,7 @@ class IndexStore:
 
         Returns True when the caller must move the whole index (``laminae.tasks.pipeline.reembed_index``):
         it holds another model's vectors and ``reembed`` allows the move, or its nodes were
-        serialized by another version of ``tasks.serialize`` (always moved).
+        serialized by another version of ``laminae.tasks.nodes.search_text`` (always moved).
         """
         meta = self.metadata()
         if meta is not None and "embedder" in meta:

@@ -2,7 +2,7 @@
 
 Writes ``raw/<k[:2]>/<k>`` where ``k`` is the SHA-256 of the bytes; reads them back by key. A
 re-parse reads from here and never re-fetches. The store follows the index (a local directory or
-object storage, ``schemas.storage``); writes are atomic (temp file and rename, or one PUT).
+object storage, ``laminae.schemas.storage``); writes are atomic (temp file and rename, or one PUT).
 """
 
 from __future__ import annotations
