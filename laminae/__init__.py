@@ -3,9 +3,9 @@
 Imports only pyarrow, lancedb, numpy and ``schemas``; never the builder's heavy stack.
 """
 
-from laminae.index import Index, IndexOpenError, open_index
+from laminae.index import Index, IndexOpenError, ReaderArgumentError, UnknownIdError, open_index
 
 open = open_index  # noqa: A001 - ``laminae.open(dir)`` is the public entry point
 
-__all__ = ["Index", "IndexOpenError", "open", "open_index"]
+__all__ = ["Index", "IndexOpenError", "ReaderArgumentError", "UnknownIdError", "open", "open_index"]
 __version__ = "0.1.0"

@@ -67,6 +67,18 @@ class IndexOpenError(RuntimeError):
     """The index cannot be opened; the message says why and what to do."""
 
 
+class ReaderArgumentError(ValueError):
+    """An argument a reader move cannot use (a layer, mode, granularity, query vector); the message
+    says what is allowed."""
+
+
+class UnknownIdError(ReaderArgumentError, KeyError):
+    """An id that is not a node of this index version where one is required (an anchor)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class Index:
     """A read-only view of one index at one manifest version."""
 
@@ -151,7 +163,7 @@ class Index:
         vector = self.embed_query(query) if isinstance(query, str) else np.asarray(query, dtype=np.float32)
         dim = int(self.embedder["dim"])
         if vector.shape != (dim,):
-            raise ValueError(
+            raise ReaderArgumentError(
                 f"query vector has shape {vector.shape}; this index holds {dim}-d vectors of "
                 f"{self.embedder['model_id']}: embed the query with that model"
             )
@@ -161,7 +173,7 @@ class Index:
     @staticmethod
     def _layer_number(layer) -> int:
         if layer not in LAYER_NAMES:
-            raise ValueError(f"layer must be 0, 1, 2 or documents/components/subcomponents; got {layer!r}")
+            raise ReaderArgumentError(f"layer must be 0, 1, 2 or documents/components/subcomponents; got {layer!r}")
         return {"documents": 0, "components": 1, "subcomponents": 2}[LAYER_NAMES[layer]]
 
     # -- nodes ---------------------------------------------------------------------------------
@@ -307,7 +319,7 @@ class Index:
             rows = self._rows(layer, kinds, documents)
             return self._hits(layer, rows, self._dense(layer, rows, self._query_vector(query)), k)
         if not isinstance(query, str):
-            raise ValueError(f"mode={mode} needs the query text, not a vector")
+            raise ReaderArgumentError(f"mode={mode} needs the query text, not a vector")
         depth = max(k * 4, 50)
         fts = self._fts(query, layer, depth, kinds, documents)
         if mode == "fts":
@@ -322,11 +334,11 @@ class Index:
     @staticmethod
     def _mode(query, mode: str) -> str:
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+            raise ReaderArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if mode == "auto" and not isinstance(query, str):
             return "dense"
         if mode in ("fts", "hybrid") and not isinstance(query, str):
-            raise ValueError(f"mode={mode} needs the query text, not a vector")
+            raise ReaderArgumentError(f"mode={mode} needs the query text, not a vector")
         return mode
 
     def retrieve(self, query, k: int = 10, documents: Sequence[str] | None = None,
@@ -453,13 +465,13 @@ class Index:
         by dense score, with score 0).
         """
         if granularity not in (0, 1, 2):
-            raise ValueError(f"granularity must be 0, 1 or 2; got {granularity!r}")
+            raise ReaderArgumentError(f"granularity must be 0, 1 or 2; got {granularity!r}")
         if scope not in ("global", "local"):
-            raise ValueError(f"scope must be global or local; got {scope!r}")
+            raise ReaderArgumentError(f"scope must be global or local; got {scope!r}")
         _check_direction(direction)
         mode = self._mode(query, mode)
         if mode == "fts":
-            raise ValueError("documents() scores with mode dense, hybrid or auto")
+            raise ReaderArgumentError("documents() scores with mode dense, hybrid or auto")
         g = self.graph
         candidates = self._linked(anchors, direction) if scope == "local" else None
         if mode == "dense" or (granularity == 0 and mode == "auto" and not isinstance(query, str)):
@@ -490,7 +502,7 @@ class Index:
         """Document rows linked from (``out``), linking to (``in``) or either (``both``) the anchors
         (documents or components; ``in`` reads a component's document)."""
         if not anchors:
-            raise ValueError("scope='local' needs anchors: document or component ids")
+            raise ReaderArgumentError("scope='local' needs anchors: document or component ids")
         g = self.graph
         linked: set[int] = set()
         for anchor in anchors:
@@ -503,7 +515,7 @@ class Index:
                 if direction != "out":
                     linked |= self._doc_links(int(g.layers[1].doc[row]), "in")
             else:
-                raise KeyError(f"anchor {anchor!r} is not a document or component of this index")
+                raise UnknownIdError(f"anchor {anchor!r} is not a document or component of this index")
         return np.array(sorted(linked), dtype=np.int64)
 
     def _dense_documents(self, q: np.ndarray, granularity: int,
@@ -530,10 +542,10 @@ class Index:
         2: max over its subcomponents) with ``mode="dense"``; ``hybrid`` (what ``auto`` means for
         a text query) is ``retrieve``'s fusion at that granularity, over these documents."""
         if granularity not in (1, 2):
-            raise ValueError(f"granularity must be 1 or 2; got {granularity!r}")
+            raise ReaderArgumentError(f"granularity must be 1 or 2; got {granularity!r}")
         mode = self._mode(query, mode)
         if mode == "fts":
-            raise ValueError("components() scores with mode dense, hybrid or auto")
+            raise ReaderArgumentError("components() scores with mode dense, hybrid or auto")
         rows = self._rows(1, None, documents)
         if mode != "dense":
             fused_rows, fused, similarity = self._fused_components(query, self._query_vector(query), rows, documents,
@@ -584,7 +596,7 @@ class Index:
         counts that endpoint's score.
         """
         if beam < 1 or iterations < 0 or k < 1:
-            raise ValueError("beam and k must be >= 1 and iterations >= 0")
+            raise ReaderArgumentError("beam and k must be >= 1 and iterations >= 0")
         g = self.graph
         comps = g.layers[1]
         queries = np.stack([self._query_vector(q) for q in subqueries])
@@ -627,7 +639,7 @@ class Index:
 
 def _check_direction(direction: str) -> None:
     if direction not in ("out", "in", "both"):
-        raise ValueError(f"direction must be out, in or both; got {direction!r}")
+        raise ReaderArgumentError(f"direction must be out, in or both; got {direction!r}")
 
 
 def _ranked(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:

@@ -16,7 +16,7 @@ TABLES = (*NODE_TABLES, "edges", "fetches", "errors", "runs", "embeddings")
 LAYERS = {"documents": 0, "components": 1, "subcomponents": 2}
 
 COMPONENT_KINDS = ("paragraph", "table", "image")
-SUBCOMPONENT_KINDS = ("sentence", "row", "object")
+SUBCOMPONENT_KINDS = ("sentence", "row", "object", "header")  # header: a table's column labels, one per table
 EDGE_KINDS = ("contains", "links_to")
 
 
