@@ -1,4 +1,4 @@
-"""The ``laminae`` command line: build, refresh, serve, stats, report, demo.
+"""The ``laminae`` command line: build, refresh, serve, stats, report, demo; search, get, hop; mcp.
 
 Reads command-line options, ``LAMINAE_*`` environment variables and a seeds file; writes the
 index directory (build, demo) and prints a summary. Exit status: 0 success or partial success
@@ -183,11 +183,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with SiteServer(port=args.port) as site, tempfile.TemporaryDirectory() as tmp:
         seeds = Path(tmp) / "seeds.txt"
         seeds.write_text("\n".join(site.seeds()) + "\n")
-        print(f"serving examples/site at {site.base_url}; building {index}", file=sys.stderr)
+        print(f"serving the sample site ({site.directory}) at {site.base_url}; building {index}", file=sys.stderr)
         overrides = _settings(args)
         overrides.setdefault("crawl", {})["respect_robots"] = True
         summary = _run_build(str(seeds), index, args.follow_links, overrides)
     return _finish(summary, index, args)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from laminae.flows.mcp_server import parse_http, serve
+    except ImportError as exc:
+        print(f"error: `laminae mcp` needs the mcp extra: pip install 'laminae[mcp]' ({exc})", file=sys.stderr)
+        return 2
+    if args.http:
+        parse_http(args.http)  # a bad address fails before the index is opened
+        print(f"serving {args.index} over MCP at http://{args.http}/mcp; Ctrl-C stops", file=sys.stderr)
+    serve(args.index, http=args.http, version=args.version, warm=not args.no_warm)
+    return 0
 
 
 def _add_build_options(p: argparse.ArgumentParser) -> None:
@@ -271,6 +284,19 @@ def main(argv: list[str] | None = None) -> int:
     _add_build_options(p)
     p.set_defaults(func=cmd_demo)
 
+    from laminae.flows import terminal
+
+    terminal.add_commands(sub)
+
+    p = sub.add_parser("mcp", help="serve an index to agents over the Model Context Protocol (stdio or HTTP)")
+    p.add_argument("--index", required=True, help="index directory or object-store URI")
+    p.add_argument("--http", metavar="HOST:PORT",
+                   help="streamable HTTP on HOST:PORT, path /mcp (default: stdio, for a client that starts the server)")
+    p.add_argument("--version", type=int, help="manifest version to pin (default: the latest; the use_latest tool moves)")
+    p.add_argument("--no-warm", action="store_true",
+                   help="do not load the graph and the query model at start (the first question does)")
+    p.set_defaults(func=cmd_mcp)
+
     args = parser.parse_args(argv)
     if getattr(args, "progress", None):
         os.environ["LAMINAE_PROGRESS"] = args.progress
@@ -280,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from pydantic import ValidationError
 
+    import laminae
     from laminae.flows.runners import RunnerConfigError
     from laminae.flows.serve import ScheduleError
     from laminae.schemas.storage import StorageError
@@ -290,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
+    except (laminae.IndexOpenError, laminae.ReaderArgumentError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError,
             ScheduleError, RunnerConfigError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)

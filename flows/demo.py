@@ -1,6 +1,7 @@
 """The bundled sample site served over HTTP on 127.0.0.1, for ``laminae demo`` and the tests.
 
-Reads ``examples/site/`` (pages, ``seeds.txt``) and, for photographs, the ``assets`` folder of the
+Reads the sample site (pages, ``seeds.txt``): ``examples/site/`` in a checkout, installed as package
+data ``laminae/site/`` by a wheel, and, for photographs, the ``assets`` folder of the
 installed ultralytics package; writes nothing. Unknown paths answer 404.
 """
 
@@ -16,7 +17,9 @@ from pathlib import Path
 
 log = logging.getLogger("laminae.demo")
 DEMO_PORT = 8765  # fixed, so that re-running the demo addresses the same URLs (same document ids)
-SITE_DIR = Path(__file__).resolve().parent.parent / "examples" / "site"
+_ABOVE = Path(__file__).resolve().parent.parent  # the installed laminae package, or the repository
+SITE_DIR = next((p for p in (_ABOVE / "site", _ABOVE / "examples" / "site") if (p / "seeds.txt").is_file()),
+                _ABOVE / "site")
 
 
 def photo_dirs() -> list[Path]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 FOLDERS = {"laminae": "laminae", "schemas": "laminae.schemas", "flows": "laminae.flows", "tasks": "laminae.tasks"}
+DATA_PACKAGES = {"laminae.site": "examples/site"}  # data only (the sample site `laminae demo` serves)
 
 
 def _modules() -> dict[str, Path]:
@@ -88,8 +89,9 @@ def test_cycle_finder_finds_a_cycle():
 def test_every_package_folder_is_installed_under_laminae():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     packages = {name for name, path in _modules().items() if path.name == "__init__.py"}
-    assert set(config["packages"]) == packages
-    assert config["package-dir"] == {v: k for k, v in FOLDERS.items() if k != "laminae"}
+    assert set(config["packages"]) == packages | set(DATA_PACKAGES)
+    assert config["package-dir"] == {**{v: k for k, v in FOLDERS.items() if k != "laminae"}, **DATA_PACKAGES}
+    assert set(config["package-data"]) >= set(DATA_PACKAGES)
 
 
 def test_every_module_imports_alone():
