@@ -41,6 +41,7 @@ FUSION_DEPTH = 100  # candidates each ranked list contributes to a fusion
 COVERAGE_DEPTH = 1000  # at least this many components are read per question term (a tenth of them when more)
 TERM = re.compile(r"\w+")
 MODES = ("auto", "dense", "fts", "hybrid")
+BOXED_KINDS = ("object", "text")  # subcomponents that are a box of their picture: get() cuts their crop
 
 
 @dataclass
@@ -180,8 +181,8 @@ class Index:
     def get(self, ids: Sequence[str]) -> list[dict]:
         """Nodes with their content, in the order asked; unknown ids are left out.
 
-        Images carry ``image`` (bytes); objects carry ``bbox`` and, when Pillow is installed,
-        ``crop`` (PNG bytes cut from the parent image).
+        Images carry ``image`` (bytes); objects and text lines read in pictures carry ``bbox`` and,
+        when Pillow is installed, ``crop`` (PNG bytes cut from the parent image).
         """
         wanted = list(dict.fromkeys(ids))
         found: dict[str, dict] = {}
@@ -198,7 +199,7 @@ class Index:
         for row in found.values():
             if row["layer"] == 1 and row["kind"] == "image" and row.get("image_key"):
                 row["image"] = self._raw(row["image_key"])
-            if row["layer"] == 2 and row["kind"] == "object":
+            if row["layer"] == 2 and row["kind"] in BOXED_KINDS:
                 parents[row["id"]] = row["parent_id"]
         if parents:
             images = {p["id"]: p for p in self.get(sorted(set(parents.values())))}

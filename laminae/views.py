@@ -56,7 +56,7 @@ def node_view(node: dict, document: dict | None = None, parent: dict | None = No
     """One node of ``Index.get`` with its document's title and url and its section path (a
     subcomponent's comes from ``parent``); what each kind holds beside its text: a document's
     summary, a table's header and rows, a picture's url and size, a row's cells, an object's label
-    and box. ``has_image`` says whether ``picture`` has picture bytes (or an object crop) for it."""
+    and box (a line read in a picture: its confidence and box). ``has_image`` says whether ``picture`` has picture bytes (or an object crop) for it."""
     layer, kind = node["layer"], node["kind"]
     document = node if layer == 0 else (document or {})
     view: dict[str, Any] = {
@@ -85,10 +85,10 @@ def node_view(node: dict, document: dict | None = None, parent: dict | None = No
     elif kind == "row":
         view["header"] = [cut(h, MAX_CELL) for h in node.get("header") or []]
         view["cells"] = [cut(c, MAX_CELL) for c in node.get("cells") or []]
-    elif kind == "object":
+    elif kind in ("object", "text"):
         view.update({"label": node.get("label"), "score": _rounded(node.get("score"), 4),
                      "bbox": [_rounded(v, 1) for v in node.get("bbox") or []]})
-    if kind in ("image", "object"):
+    if kind in ("image", "object", "text"):
         view["has_image"] = bool(node.get("image") or node.get("crop"))
     return view
 

@@ -16,7 +16,8 @@ TABLES = (*NODE_TABLES, "edges", "fetches", "errors", "runs", "embeddings")
 LAYERS = {"documents": 0, "components": 1, "subcomponents": 2}
 
 COMPONENT_KINDS = ("paragraph", "table", "image")
-SUBCOMPONENT_KINDS = ("sentence", "row", "object", "header")  # header: a table's column labels, one per table
+# header: a table's column labels, one per table; text: a line read in a picture (OCR)
+SUBCOMPONENT_KINDS = ("sentence", "row", "object", "header", "text")
 EDGE_KINDS = ("contains", "links_to")
 
 

@@ -121,6 +121,28 @@ class DetectConfig(BaseModel):
     _check_device = field_validator("device")(classmethod(lambda cls, v: _device(v)))
 
 
+class OcrConfig(BaseModel):
+    """Text read from pictures and from PDF pages without a text layer (rapidocr, PP-OCR on ONNX Runtime)."""
+
+    enabled: bool = Field(True, description="Read the text in image components into `text` subcomponents "
+                          "and the image's text.")
+    pdf_pages: bool = Field(True, description="Render and read the pages of a PDF that have no text layer "
+                            "(scans) into paragraphs.")
+    min_confidence: float = Field(0.5, ge=0, le=1, description="Text lines read with less confidence are dropped.")
+    min_width: int = Field(64, ge=1, description="Pictures narrower than this are not read (icons, flags, bullets).")
+    min_height: int = Field(24, ge=1, description="Pictures lower than this are not read.")
+    max_pictures: int = Field(30, ge=0, description="Pictures read per document (the largest first); the "
+                              "rest keep their text proxy.")
+    render_dpi: int = Field(150, ge=50, le=600, description="Resolution a PDF page is rendered at to be read.")
+    max_pages: int = Field(50, ge=0, description="Pages without a text layer read per PDF; the rest are "
+                           "noted in the document's warnings.")
+    max_render_pixels: int = Field(25_000_000, ge=100_000, description="A page whose render would exceed this "
+                                   "is rendered at a lower resolution.")
+    repair_spacing: bool = Field(True, description="Split runs of letters the recognizer read without "
+                                 "spaces ('recordlevels') into dictionary words (symspellpy).")
+    threads: int = Field(0, ge=0, description="ONNX Runtime threads for the recognizer (0: its default).")
+
+
 class SummarizeConfig(BaseModel):
     """Layer-0 summaries: extractive by default."""
 
@@ -179,6 +201,7 @@ class BuildSettings(BaseSettings):
     parse: ParseConfig = Field(default_factory=ParseConfig)
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
     detect: DetectConfig = Field(default_factory=DetectConfig)
+    ocr: OcrConfig = Field(default_factory=OcrConfig)
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task).")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -188,5 +211,6 @@ class BuildSettings(BaseSettings):
         """Hash of the settings that change what is indexed (not how fast)."""
         relevant = {"parse": self.parse.model_dump(), "embed_model": self.embed.model,
                     "detect": self.detect.model_dump(exclude={"device"}),
+                    "ocr": self.ocr.model_dump(exclude={"threads"}),
                     "summarize": self.summarize.model_dump(exclude={"timeout", "retries", "concurrency"})}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]

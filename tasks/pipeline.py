@@ -1,5 +1,5 @@
-"""The batch pipeline as data: ``STAGES`` (parse → pictures → detect → embed → summarize → embed
-documents), run in order over one batch of fetched pages, then ``write_batch``.
+"""The batch pipeline as data: ``STAGES`` (parse → pictures → detect → ocr → embed → summarize →
+embed documents), run in order over one batch of fetched pages, then ``write_batch``.
 
 Reads fetch results (raw bodies from the raw store) and the index's stored vectors; writes the
 batch's documents, components, subcomponents, edges, fetches and errors into the index. Bad input
@@ -33,6 +33,7 @@ from laminae.tasks.embed.embedders import (
     pixel_key,
 )
 from laminae.tasks.nodes.build import DocumentNodes
+from laminae.tasks.nodes.image_text import read_image_text
 from laminae.tasks.nodes.objects import (
     Detector,
     DetectorConfigError,
@@ -328,15 +329,30 @@ def _fetch_pictures(work: BatchWork) -> None:
 def _detect(work: BatchWork) -> None:
     objects, object_edges, problems = detect_stage(work.components, work.raw, work.settings, work.store, work.run_id)
     work.errors.extend(problems)
+    _add_subcomponents(work, objects, object_edges)
+
+
+def _add_subcomponents(work: BatchWork, rows: list[dict], edges: list[dict]) -> None:
+    """Give each document its new subcomponents and edges, and serialize it again."""
     by_doc: dict[str, list[dict]] = {}
-    for row in objects:
+    for row in rows:
         by_doc.setdefault(row["document_id"], []).append(row)
+    edges_by_doc: dict[str, list[dict]] = {}
+    for edge in edges:
+        edges_by_doc.setdefault(edge["document_id"], []).append(edge)
     for d in work.docs:
-        d.subcomponents.extend(by_doc.get(d.document["id"], []))
-        d.edges.extend(e for e in object_edges if e["document_id"] == d.document["id"])
-        d.document["n_subcomponents"] = len(d.subcomponents)
-        if d.document["id"] in by_doc:  # build_nodes serialized the rest; objects are new
+        doc_id = d.document["id"]
+        if doc_id in by_doc:
+            d.subcomponents.extend(by_doc[doc_id])
+            d.edges.extend(edges_by_doc.get(doc_id, []))
+            d.document["n_subcomponents"] = len(d.subcomponents)
             serialize_document(d.document, d.components, d.subcomponents)
+
+
+def _read_image_text(work: BatchWork) -> None:
+    found = read_image_text(work.components, work.raw, work.store.files, work.settings.ocr, work.run_id, _id_maker)
+    work.errors.extend(found.problems)
+    _add_subcomponents(work, found.rows, found.edges)
 
 
 def _embedder(work: BatchWork):
@@ -390,6 +406,8 @@ STAGES: tuple[Stage, ...] = (
                   "components.image_width", "components.image_height")),
     Stage("detect", _detect, reads=("raw: picture bytes", "components.detected", "subcomponents (object)"),
           writes=("subcomponents (object)", "edges (contains)", "components.detected"), reads_index=True),
+    Stage("ocr", _read_image_text, reads=("raw: picture bytes", "ocr/ (readings by picture)"),
+          writes=("subcomponents (text)", "edges (contains)", "components.text (image)", "ocr/"), reads_index=True),
     Stage("embed", _embed_nodes, reads=("components.search_text", "subcomponents.search_text", "embeddings"),
           writes=("components.vector", "subcomponents.vector", "embeddings"), reads_index=True),
     Stage("summarize", _summarize, reads=("subcomponents.text", "subcomponents.vector (sentences)"),

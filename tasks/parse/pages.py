@@ -120,7 +120,7 @@ def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
     pdf = res.content_type == PDF_TYPE
     try:
         if pdf:
-            page = parse_pdf(raw.get(res.raw_key), res.final_url or res.url, settings.parse)
+            page = parse_pdf(raw.get(res.raw_key), res.final_url or res.url, settings.parse, settings.ocr)
         else:
             page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)
     except ParseError as exc:

@@ -7,7 +7,9 @@ a regular grid is read straight from the page's strokes and words, other ruling 
 ``find_tables``), and embedded images (bytes kept on the component, with a nearby
 "Figure N" caption). Headings come from the PDF outline when it has one, else from font size and
 weight, and give each component its section path. URI links keep their character offsets (or
-table row) so the node stage makes ``links_to`` edges from components and sentences.
+table row) so the node stage makes ``links_to`` edges from components and sentences. A page
+without a text layer (a scan) is rendered and read by OCR (``laminae.tasks.parse.ocr``): its lines
+become paragraphs with page and bbox like any text, and the document's warnings say ``ocr_used``.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from laminae.schemas.pictures import MAX_PIXELS
-from laminae.tasks.config import ParseConfig
+from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.crawl.links import link_target
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
 from laminae.tasks.parse.html import ParseError, image_text_proxy
+from laminae.tasks.parse.ocr import OcrUnavailable, TextLine, read_lines
 
 MARGIN = 0.08  # top and bottom share of a page where running headers and footers sit
 PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)
@@ -506,9 +509,13 @@ def _open(body: bytes, cfg: ParseConfig):
     return doc
 
 
-def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPage:
-    """Parse one PDF; raises ``PdfError`` (with a reason) for a PDF that cannot be indexed."""
+def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None, ocr: OcrConfig | None = None) -> ParsedPage:
+    """Parse one PDF; raises ``PdfError`` (with a reason) for a PDF that cannot be indexed. Pages
+    without a text layer are rendered and read by OCR (``ocr``; default settings when None, off when
+    ``ocr.enabled`` or ``ocr.pdf_pages`` is false)."""
     cfg = cfg or ParseConfig()
+    ocr = ocr or OcrConfig()
+    scans = _Scans(ocr)
     doc = _open(body, cfg)
     warnings: list[str] = []
     if doc.is_repaired:
@@ -528,6 +535,8 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPa
                 heights.append(page.rect.height)
                 textpage = page.get_textpage(flags=_text_flags(page, number, warnings))
                 blocks, images, rules = _page_blocks(page, number, textpage, cfg, warnings)
+                if not blocks:
+                    blocks, images = scans.read(page, number, images, warnings)
                 words = _Words(page, textpage)
                 grids, area = _table_areas(rules) if cfg.pdf_tables and blocks else ([], None)
                 extra = (_tables(page, number, grids, area, words) if grids or area else [], images,
@@ -561,13 +570,103 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None) -> ParsedPa
             blocks.extend(tables + images)
             blocks[:] = _reading_order(blocks, width)
             _attach_links(links, blocks)
-        if not has_text:
-            warnings.append(f"no_text_layer: none of the {doc.page_count} pages has a text layer "
-                            "(a scan?); only its images are indexed, OCR is off")
+        warnings.extend(scans.summary(doc.page_count, has_text))
         components = _components(pages, title, cfg)
     finally:
         doc.close()
     return ParsedPage(url, title, None, None, components, warnings, kind="pdf")
+
+
+class _Scans:
+    """Pages without a text layer, rendered and read by OCR, up to ``max_pages`` per PDF."""
+
+    def __init__(self, cfg: OcrConfig) -> None:
+        self.cfg = cfg
+        self.on = cfg.enabled and cfg.pdf_pages and cfg.max_pages > 0
+        self.read_pages: list[int] = []
+        self.unread: list[int] = []  # over max_pages, or OCR failed or unavailable
+        self.reason = ""
+
+    def read(self, page, number: int, images: list[_Block],
+             warnings: list[str]) -> tuple[list[_Block], list[_Block]]:
+        """(text blocks read from the page, its images less those that are the scan itself)."""
+        if not self.on or len(self.read_pages) >= self.cfg.max_pages:
+            self.unread.append(number)
+            self.reason = self.reason or ("OCR is off" if not self.on else f"over max_pages ({self.cfg.max_pages})")
+            return [], images
+        try:
+            picture, scale = _render(page, self.cfg)
+            lines = read_lines(picture, self.cfg)
+        except OcrUnavailable as exc:
+            self.on, self.reason = False, str(exc)
+            self.unread.append(number)
+            return [], images
+        except Exception as exc:  # one unreadable page must not lose the others
+            warnings.append(f"ocr_failed: page {number}: {type(exc).__name__}: {exc}")
+            self.unread.append(number)
+            return [], images
+        self.read_pages.append(number)
+        area = page.rect.width * page.rect.height
+        kept = [im for im in images if _area(im.bbox) < 0.5 * area]  # the scan itself is now text
+        return _scan_blocks(lines, number, scale), kept
+
+    def summary(self, page_count: int, has_text: bool) -> list[str]:
+        out = []
+        if self.read_pages:
+            out.append(f"ocr_used: {len(self.read_pages)} of the {page_count} pages have no text layer and were "
+                       f"read by OCR (pages {_page_list(self.read_pages)})")
+        if self.unread and not has_text:
+            out.append(f"no_text_layer: none of the {page_count} pages has a text layer (a scan?) and they were "
+                       f"not read: {self.reason}; only its images are indexed")
+        elif self.unread and self.read_pages:
+            out.append(f"ocr_skipped: pages {_page_list(self.unread)} have no text layer and were not read: "
+                       f"{self.reason}")
+        return out
+
+
+def _page_list(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers[:10])) + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+
+
+def _area(bbox: tuple[float, float, float, float]) -> float:
+    return max(bbox[2] - bbox[0], 0.0) * max(bbox[3] - bbox[1], 0.0)
+
+
+def _render(page, cfg: OcrConfig):
+    """The page as a PIL picture at ``render_dpi`` (less when that would pass ``max_render_pixels``),
+    and the factor from its pixels to the page's points."""
+    from PIL import Image
+
+    points = page.rect.width * page.rect.height
+    dpi = min(cfg.render_dpi, int((cfg.max_render_pixels / max(points, 1.0)) ** 0.5 * 72))
+    pix = page.get_pixmap(dpi=max(dpi, 36), alpha=False)
+    picture = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    return picture, page.rect.width / pix.width
+
+
+def _scan_blocks(lines: list[TextLine], number: int, scale: float) -> list[_Block]:
+    """OCR lines (in reading order) as paragraph blocks in page points: a new block where the gap
+    above a line is wider than 0.8 of a line height, or the line starts above the previous one (a
+    new column)."""
+    blocks: list[_Block] = []
+    previous: TextLine | None = None
+    for line in lines:
+        x0, y0, x1, y1 = (v * scale for v in line.bbox)
+        height = y1 - y0
+        if previous is not None:
+            gap = y0 - previous.bbox[3] * scale
+            if gap > 0.8 * height or y0 < previous.bbox[1] * scale - height:
+                previous = None
+        if previous is None:
+            blocks.append(_Block(number, (x0, y0, x1, y1), size=round(height * 0.75, 1)))
+        else:
+            b = blocks[-1].bbox
+            blocks[-1].bbox = (min(b[0], x0), min(b[1], y0), max(b[2], x1), max(b[3], y1))
+        blocks[-1].lines.append(line.text)
+        previous = line
+    for b in blocks:
+        b.text = _join_lines(b.lines)
+    return [b for b in blocks if b.text]
 
 
 def _components(pages: list[list[_Block]], title: str, cfg: ParseConfig) -> list[Component]:

@@ -1,0 +1,125 @@
+"""Image text: image components → ``text`` subcomponents (the lines OCR reads in the picture).
+
+Reads picture bytes from the raw store and earlier readings from the index's OCR cache
+(``ocr/<engine>/<image_key>.json``: a picture is read once, whatever page shows it and however
+often the page is refreshed); writes subcomponent rows of kind ``text`` (text, ``score`` = the
+recognizer's confidence, ``bbox`` in pixels and normalized; the reader cuts their crops like an
+object's), their ``contains`` edges, the picture's text appended to its image component's text
+(so its text proxy and full-text entry carry what the picture says), new cache files, and
+problems (stage ``ocr``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from laminae.schemas.ids import content_hash, digest
+from laminae.schemas.pictures import load_image
+from laminae.schemas.storage import IndexFiles
+from laminae.tasks.config import OcrConfig
+from laminae.tasks.nodes.build import edge_row, subcomponent_row
+from laminae.tasks.parse.ocr import ENGINE, OcrUnavailable, TextLine, read_lines
+from laminae.tasks.parse.pages import error_row
+from laminae.tasks.storage.rawstore import RawStore
+
+log = logging.getLogger("laminae.ocr")
+CACHE_DIR = "ocr"
+TEXT_MARK = " Text in the picture: "  # joins a picture's text to its image component's text
+
+
+@dataclass
+class ImageText:
+    """What the stage made of one batch's pictures."""
+
+    rows: list[dict] = field(default_factory=list)
+    edges: list[dict] = field(default_factory=list)
+    problems: list[dict] = field(default_factory=list)
+    read: int = 0  # distinct pictures run through the recognizer
+    cached: int = 0  # distinct pictures whose reading came from the cache
+    skipped: int = 0  # image components not read: too small, or over a document's max_pictures
+
+
+def cache_path(image_key: str) -> str:
+    return f"{CACHE_DIR}/{digest(ENGINE, size=4)}/{image_key}.json"
+
+
+def readable(image: dict, cfg: OcrConfig) -> bool:
+    """A fetched raster picture at least ``min_width`` x ``min_height`` (as its row records it)."""
+    return (bool(image.get("image_key")) and image.get("image_mime") != "image/svg+xml"
+            and (image.get("image_width") or 0) >= cfg.min_width and (image.get("image_height") or 0) >= cfg.min_height)
+
+
+def _chosen(components: list[dict], cfg: OcrConfig) -> tuple[list[dict], int]:
+    """The image components to read: per document the ``max_pictures`` largest readable ones."""
+    by_doc: dict[str, list[dict]] = {}
+    images = [c for c in components if c["kind"] == "image"]
+    for image in images:
+        if readable(image, cfg):
+            by_doc.setdefault(image["document_id"], []).append(image)
+    chosen = []
+    for group in by_doc.values():
+        group.sort(key=lambda c: -(c["image_width"] or 0) * (c["image_height"] or 0))
+        chosen.extend(group[:cfg.max_pictures])
+    return chosen, len(images) - len(chosen)
+
+
+def read_image_text(components: list[dict], raw: RawStore, files: IndexFiles, cfg: OcrConfig, run_id: str,
+                    make_id: Callable[[str], Callable[[str, str], str]]) -> ImageText:
+    """Read the batch's pictures (each distinct picture once, from the cache when it was read
+    before) and turn their lines into ``text`` subcomponents of every image component showing them.
+    ``make_id(document_id)`` gives the id maker of a document's new nodes."""
+    out = ImageText()
+    if not cfg.enabled:
+        return out
+    chosen, out.skipped = _chosen(components, cfg)
+    same_picture: dict[str, list[dict]] = {}
+    for image in chosen:
+        same_picture.setdefault(image["image_key"], []).append(image)
+    for key, group in same_picture.items():
+        lines = _reading(key, group, raw, files, cfg, run_id, out)
+        for image in group:
+            if lines:
+                _attach(image, lines, make_id(image["document_id"]), out)
+    if same_picture:
+        log.info("ocr: %d pictures read, %d from the cache, %d image components skipped", out.read, out.cached,
+                 out.skipped)
+    return out
+
+
+def _reading(key: str, group: list[dict], raw: RawStore, files: IndexFiles, cfg: OcrConfig, run_id: str,
+             out: ImageText) -> list[TextLine] | None:
+    """The lines of one picture: cached, or read now and cached; None after a recorded problem."""
+    cached = files.read_text(cache_path(key))
+    if cached is not None:
+        out.cached += 1
+        return [TextLine(t, c, tuple(b)) for t, c, b in json.loads(cached)["lines"]]
+    try:
+        picture = load_image(raw.get(key))
+        lines = read_lines(picture, cfg)
+    except OcrUnavailable:
+        raise
+    except Exception as exc:  # one unreadable picture must not stop the batch
+        out.problems.extend(error_row(run_id, image["image_url"], "ocr", "ocr_failed", f"{type(exc).__name__}: {exc}",
+                                      document=image["document_id"]) for image in group)
+        return None
+    out.read += 1
+    files.write_text(cache_path(key), json.dumps({"engine": ENGINE, "lines": [
+        [line.text, line.confidence, list(line.bbox)] for line in lines]}))
+    return lines
+
+
+def _attach(image: dict, lines: list[TextLine], make_id: Callable[[str, str], str], out: ImageText) -> None:
+    width, height = image["image_width"], image["image_height"]
+    for ordinal, line in enumerate(lines):
+        sid = make_id("text", f"{image['id']}|{line.text}|{list(line.bbox)}")
+        x0, y0, x1, y1 = line.bbox
+        out.rows.append(subcomponent_row(
+            sid, image["document_id"], image["id"], "text", ordinal, line.text, score=line.confidence,
+            bbox=list(line.bbox), bbox_norm=[round(x0 / width, 5), round(y0 / height, 5), round(x1 / width, 5),
+                                             round(y1 / height, 5)]))
+        out.edges.append(edge_row("contains", image["id"], 1, sid, image["document_id"]))
+    image["text"] = f"{image['text']}{TEXT_MARK}{' '.join(line.text for line in lines)}"
+    image["content_hash"] = content_hash(image["text"])

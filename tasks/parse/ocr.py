@@ -1,0 +1,137 @@
+"""OCR: pixels → lines of text with boxes and confidences (rapidocr: PP-OCR models on ONNX Runtime).
+
+Reads a decoded picture (PIL) or a rendered PDF page; returns ``TextLine``s in reading order.
+Writes nothing. The models ship inside the ``rapidocr-onnxruntime`` wheel (nothing is
+downloaded); one recognizer is loaded per process through ``loaded_once``. The recognizer
+sometimes reads English without its spaces ("recordlevels"): ``repair_spacing`` splits such runs of
+letters into dictionary words (symspellpy's bundled English frequency list) when every part is a
+word and the run itself is not.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from laminae.tasks.config import OcrConfig
+from laminae.tasks.embed.runtime import loaded_once
+
+log = logging.getLogger("laminae.ocr")
+
+ENGINE = "rapidocr-onnxruntime/PP-OCRv4"  # recorded with cached results: another engine reads again
+LETTERS = re.compile(r"[A-Za-z]{10,}")  # shorter runs are left alone: most are words or names
+SHORT_WORDS = frozenset({"a", "an", "of", "in", "to", "on", "at", "by", "or", "as", "is"})
+WORD_THEN_NUMBER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,})(?=\d)")  # "rainfall2019"
+NUMBER_THEN_WORD = re.compile(r"(?<=\d)([A-Za-z]{2,})(?![A-Za-z])")  # "1,204mm", "1923harvest"
+UNITS = frozenset({"mm", "cm", "km", "kg", "mg", "ml", "ha", "ft", "lb", "oz", "kb", "mb", "gb", "tb", "px", "pt",
+                   "am", "pm", "ms", "hz", "khz", "mhz", "ghz", "kw", "kwh", "mw", "gw"})
+
+
+class OcrUnavailable(RuntimeError):
+    """The recognizer cannot be loaded (the ml extra is missing); the message says what to install."""
+
+
+@dataclass(frozen=True)
+class TextLine:
+    """One line of text read from a picture: its words, confidence and box (x0, y0, x1, y1) in pixels."""
+
+    text: str
+    confidence: float
+    bbox: tuple[float, float, float, float]
+
+
+def recognizer(cfg: OcrConfig):
+    """The process's rapidocr engine for these settings (loaded once)."""
+
+    def load():
+        try:
+            from rapidocr_onnxruntime import RapidOCR
+        except ImportError as exc:
+            raise OcrUnavailable(f"rapidocr-onnxruntime cannot be imported ({exc}); install the ml extra "
+                                 "or set LAMINAE_OCR__ENABLED=false") from None
+        logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+        options = {"intra_op_num_threads": cfg.threads} if cfg.threads else {}
+        return RapidOCR(**options)
+
+    return loaded_once(("rapidocr", ENGINE, "cpu", cfg.threads), load)
+
+
+def read_lines(picture, cfg: OcrConfig) -> list[TextLine]:
+    """The lines of text in a PIL picture, in reading order, at least ``cfg.min_confidence`` sure."""
+    engine = recognizer(cfg)
+    found, _ = engine(picture.convert("RGB"))
+    lines = []
+    for box, text, score in found or []:
+        text = " ".join(str(text).split())
+        if not text or float(score) < cfg.min_confidence:
+            continue
+        xs, ys = [p[0] for p in box], [p[1] for p in box]
+        if cfg.repair_spacing:
+            text = repair_spacing(text)
+        lines.append(TextLine(text, round(float(score), 4),
+                              (round(min(xs), 1), round(min(ys), 1), round(max(xs), 1), round(max(ys), 1))))
+    return reading_order(lines)
+
+
+def reading_order(lines: list[TextLine]) -> list[TextLine]:
+    """Top to bottom, and left to right within a line: boxes whose vertical centres lie within half
+    a line height of each other are one line."""
+    if not lines:
+        return []
+    heights = sorted(line.bbox[3] - line.bbox[1] for line in lines)
+    band = max(heights[len(heights) // 2] / 2, 1.0)
+    by_top = sorted(lines, key=lambda line: (line.bbox[1] + line.bbox[3]) / 2)
+    rows: list[list[TextLine]] = []
+    for line in by_top:
+        centre = (line.bbox[1] + line.bbox[3]) / 2
+        if rows and abs(centre - (rows[-1][0].bbox[1] + rows[-1][0].bbox[3]) / 2) <= band:
+            rows[-1].append(line)
+        else:
+            rows.append([line])
+    return [line for row in rows for line in sorted(row, key=lambda item: item.bbox[0])]
+
+
+@cache
+def _dictionary():
+    from symspellpy import SymSpell
+
+    speller = SymSpell(max_dictionary_edit_distance=0, prefix_length=7)
+    path = importlib.resources.files("symspellpy") / "frequency_dictionary_en_82_765.txt"
+    if not speller.load_dictionary(str(path), term_index=0, count_index=1):
+        raise OcrUnavailable(f"symspellpy's English dictionary is missing at {path}; reinstall symspellpy "
+                             "or set LAMINAE_OCR__REPAIR_SPACING=false")
+    return speller
+
+
+def repair_spacing(text: str) -> str:
+    """``text`` with each run of ten or more letters that is not a word but splits into words (each
+    of three letters or more, or a short function word, one of five or more) split
+    ("Wheatharvestreached" → "Wheat harvest reached"), and a word or unit run into a number parted
+    from it ("rainfall2019" → "rainfall 2019", "1,204mm" → "1,204 mm"); other text is left as it is."""
+    speller = None
+
+    def split(match: re.Match) -> str:
+        nonlocal speller
+        run = match.group(0)
+        speller = speller or _dictionary()
+        if run.lower() in speller.words:
+            return run
+        parts = speller.word_segmentation(run, max_edit_distance=0).segmented_string.split()
+        if len(parts) < 2 or "".join(parts) != run:
+            return run
+        words = all(p.lower() in speller.words and (len(p) > 2 or p.lower() in SHORT_WORDS) for p in parts)
+        # a name the dictionary lacks splits into short words ("Ken sing ton"); run-together words
+        # of a sentence hold a longer one
+        return " ".join(parts) if words and max(map(len, parts)) >= 5 else run
+
+    text = LETTERS.sub(split, text)
+    if speller is None and not (WORD_THEN_NUMBER.search(text) or NUMBER_THEN_WORD.search(text)):
+        return text
+    words = (speller or _dictionary()).words
+    text = WORD_THEN_NUMBER.sub(lambda m: m.group(1) + " " if m.group(1).lower() in words else m.group(1), text)
+    return NUMBER_THEN_WORD.sub(
+        lambda m: " " + m.group(1) if m.group(1).lower() in UNITS or (len(m.group(1)) > 2 and m.group(1).lower()
+                                                                      in words) else m.group(1), text)

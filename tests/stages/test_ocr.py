@@ -1,0 +1,136 @@
+"""OCR on the real recognizer: pictures and image-only PDF pages with known words, read back."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from bench.scans import random_lines, scanned_pdf, text_picture
+from laminae.schemas.pictures import load_image
+from laminae.schemas.storage import IndexFiles
+from laminae.tasks.config import OcrConfig
+from laminae.tasks.nodes import image_text
+from laminae.tasks.nodes.image_text import TEXT_MARK, cache_path, read_image_text
+from laminae.tasks.parse.ocr import TextLine, read_lines, reading_order, repair_spacing
+from laminae.tasks.parse.pdf import parse_pdf
+from laminae.tasks.pipeline import _id_maker
+from laminae.tasks.storage.rawstore import RawStore
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())  # as the full-text index splits words
+
+
+def _recall(expected: list[str], got: str) -> float:
+    found = _words(got)
+    return sum(w in found for w in expected) / len(expected)
+
+
+def test_spacing_is_repaired_only_where_every_part_is_a_word():
+    assert repair_spacing("Wheatharvestreachedrecordlevels in 1923") == "Wheat harvest reached record levels in 1923"
+    assert repair_spacing("Pumpernickel from Westphalian bakeries") == "Pumpernickel from Westphalian bakeries"
+    assert repair_spacing("batch QX7-2291, Mondragon, Kensington, Hetherington") == (
+        "batch QX7-2291, Mondragon, Kensington, Hetherington")  # names the dictionary lacks stay whole
+    assert repair_spacing("Annualrainfall2019:1,204mm") == "Annual rainfall 2019:1,204 mm"
+    assert repair_spacing("the 21st batch, QX7 and A4 in 1923harvest") == "the 21st batch, QX7 and A4 in 1923 harvest"
+    assert repair_spacing("") == ""
+
+
+def test_reading_order_is_by_line_then_left_to_right():
+    right = TextLine("right", 0.9, (300, 12, 400, 40))
+    left = TextLine("left", 0.9, (10, 10, 100, 38))
+    below = TextLine("below", 0.9, (10, 60, 100, 88))
+    assert [t.text for t in reading_order([below, right, left])] == ["left", "right", "below"]
+
+
+def test_a_picture_reads_back_its_words_with_boxes():
+    lines = ["Annual rainfall 2019: 1,204 mm", "Wheat harvest reached record levels"]
+    picture = load_image(text_picture(lines))
+    found = read_lines(picture, OcrConfig())
+    assert [round(_recall(_words(e), f.text), 2) for e, f in zip(lines, found, strict=True)] == [1.0, 1.0]
+    for line in found:
+        x0, y0, x1, y1 = line.bbox
+        assert 0 <= x0 < x1 <= picture.size[0] and 0 <= y0 < y1 <= picture.size[1] and 0.5 <= line.confidence <= 1
+    assert found[0].bbox[1] < found[1].bbox[1]
+    assert read_lines(load_image(text_picture([])), OcrConfig()) == []  # a blank picture: nothing
+
+
+def test_an_image_only_pdf_becomes_paragraphs_with_page_and_box():
+    rng = random.Random(7)
+    first, second = random_lines(rng, 3), random_lines(rng, 3)
+    body = scanned_pdf([[*first, "", *second], random_lines(rng, 2)])
+    parsed = parse_pdf(body, "http://example.test/scan.pdf")
+    paragraphs = [c for c in parsed.components if c.kind == "paragraph"]
+    assert any(w.startswith("ocr_used: 2 of the 2 pages") for w in parsed.warnings)
+    assert not any(w.startswith("no_text_layer") for w in parsed.warnings)
+    assert not [c for c in parsed.components if c.kind == "image"]  # the scan itself is now text
+    page_one = [c for c in paragraphs if c.page == 1]
+    assert len(page_one) == 2  # the blank line between the two groups splits them
+    assert _recall(_words(" ".join(first)), page_one[0].text) >= 0.95
+    assert _recall(_words(" ".join(second)), page_one[1].text) >= 0.95
+    assert all(0 <= c.bbox[0] < c.bbox[2] <= 595 and 0 <= c.bbox[1] < c.bbox[3] <= 842 for c in paragraphs)
+    assert {c.page for c in paragraphs} == {1, 2}
+
+    off = parse_pdf(body, "http://example.test/scan.pdf", ocr=OcrConfig(pdf_pages=False))
+    assert not [c for c in off.components if c.kind == "paragraph"]
+    assert any(w.startswith("no_text_layer") and "OCR is off" in w for w in off.warnings)
+    capped = parse_pdf(body, "http://example.test/scan.pdf", ocr=OcrConfig(max_pages=1))
+    assert any(w.startswith("ocr_skipped: pages 2") for w in capped.warnings)
+    assert {c.page for c in capped.components if c.kind == "paragraph"} == {1}
+
+
+def _image(raw: RawStore, doc: str, cid: str, data: bytes, width: int, height: int) -> dict:
+    return {"id": cid, "document_id": doc, "kind": "image", "text": "Image: a chart.", "image_key": raw.put(data),
+            "image_url": f"http://example.test/{cid}.png", "image_mime": "image/png", "image_width": width,
+            "image_height": height, "section_path": []}
+
+
+def test_the_ocr_stage_makes_text_nodes_and_reads_each_picture_once(tmp_path, monkeypatch):
+    raw, files = RawStore(tmp_path), IndexFiles(tmp_path)
+    chart = text_picture(["Rainfall by month", "Barley yield per acre"], chart=True)
+    width, height = load_image(chart).size
+    shown_twice = [_image(raw, "d1", "c1", chart, width, height), _image(raw, "d2", "c2", chart, width, height)]
+    icon = _image(raw, "d1", "c3", text_picture(["x"], width=40, font_size=10), 40, 20)
+    broken = _image(raw, "d1", "c4", b"\x89PNG\r\n\x1a\n broken", 500, 300)
+    calls = []
+    real = image_text.read_lines
+    monkeypatch.setattr(image_text, "read_lines", lambda picture, cfg: calls.append(1) or real(picture, cfg))
+
+    found = read_image_text([*shown_twice, icon, broken], raw, files, OcrConfig(), "run1", _id_maker)
+    assert len(calls) == 1 and (found.read, found.cached, found.skipped) == (1, 0, 1)  # one picture, one icon
+    assert [(p["stage"], p["reason"], p["url"]) for p in found.problems] == [("ocr", "ocr_failed", broken["image_url"])]
+    for image in shown_twice:
+        rows = [r for r in found.rows if r["parent_id"] == image["id"]]
+        assert [r["kind"] for r in rows] == ["text", "text"] and rows[0]["document_id"] == image["document_id"]
+        assert _recall(["rainfall", "by", "month"], rows[0]["text"]) == 1.0
+        assert _recall(["barley", "yield", "per", "acre"], rows[1]["text"]) == 1.0
+        assert all(0 <= v <= 1 for r in rows for v in r["bbox_norm"]) and rows[0]["score"] >= 0.5
+        assert image["text"].startswith("Image: a chart." + TEXT_MARK) and "Barley" in image["text"]
+    assert {e["src_id"] for e in found.edges} == {"c1", "c2"} and len(found.edges) == 4
+    assert "c3" not in {r["parent_id"] for r in found.rows} and icon["text"] == "Image: a chart."
+    assert json.loads(files.read_text(cache_path(shown_twice[0]["image_key"])))["lines"][0][0] == rows[0]["text"]
+
+    again = [_image(raw, "d3", "c5", chart, width, height)]
+    second = read_image_text(again, raw, files, OcrConfig(), "run2", _id_maker)
+    assert len(calls) == 1 and (second.read, second.cached) == (0, 1)  # from the cache, not the recognizer
+    assert [r["text"] for r in second.rows] == [r["text"] for r in found.rows if r["parent_id"] == "c1"]
+    assert read_image_text(again, raw, files, OcrConfig(enabled=False), "run3", _id_maker).rows == []
+
+
+def test_a_document_reads_its_largest_pictures_first(tmp_path):
+    raw, files = RawStore(tmp_path), IndexFiles(tmp_path)
+    small = _image(raw, "d1", "c1", text_picture(["Small oven"], width=300), 300, 80)
+    large = _image(raw, "d1", "c2", text_picture(["Large oven"], width=600), 600, 80)
+    found = read_image_text([small, large], raw, files, OcrConfig(max_pictures=1), "run1", _id_maker)
+    assert {r["parent_id"] for r in found.rows} == {"c2"} and found.skipped == 1
+
+
+@pytest.mark.parametrize("value", [{"min_confidence": 1.5}, {"render_dpi": 10}, {"max_pictures": -1}])
+def test_bad_ocr_settings_are_refused(value):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        OcrConfig(**value)
