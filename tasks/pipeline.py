@@ -87,7 +87,8 @@ def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
     rows = []
     for res in results:
         if not res.ok:
-            rows.append(error_row(run_id, res.url, "crawl", res.error or "unknown", res.message or ""))
+            rows.append(error_row(run_id, res.url, "crawl", res.error or "unknown", res.message or "",
+                                  severity=res.severity))
         elif res.content_type not in PAGE_TYPES and not res.not_modified:
             rows.append(error_row(run_id, res.url, "crawl", "unsupported_content_type",
                                   f"{res.content_type} (declared {res.declared_type}) is not an HTML page or a PDF; skipped"))

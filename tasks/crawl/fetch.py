@@ -1,6 +1,6 @@
 """Crawl: fetch seed pages (optionally following links) and the images they reference.
 
-Reads seed URLs; writes raw bodies into the index's content-addressed ``RawStore`` and returns
+Reads seed URLs (``file://`` ones from the local disk: ``tasks/crawl/files.py``); writes raw bodies into the index's content-addressed ``RawStore`` and returns
 one ``FetchResult`` per URL (status, final URL, redirect chain, sniffed content type, raw key or
 the error that stopped it). Politeness: per-host concurrency and delay, robots.txt, bounded
 redirects, connect/read/total timeouts, body size caps, retries with backoff on transient errors.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import mimetypes
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -24,6 +25,16 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
+from laminae.tasks.crawl.files import (
+    FileProblem,
+    inside,
+    is_file_url,
+    is_folder_url,
+    list_folder,
+    read_file,
+    real_roots,
+    scope_of,
+)
 from laminae.tasks.crawl.links import link_target, resolve_href
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.storage.rawstore import RawStore
@@ -47,7 +58,7 @@ class FetchResult:
     """What happened when one URL was fetched; ``error`` is None on success."""
 
     url: str
-    kind: str = "page"  # page | image
+    kind: str = "page"  # page | image | folder (a folder seed that could not be listed)
     final_url: str | None = None
     redirects: list[str] = field(default_factory=list)
     status: int | None = None
@@ -64,6 +75,8 @@ class FetchResult:
     annotations: dict = field(default_factory=dict)
     fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     not_modified: bool = False
+    severity: str = "error"  # of the error: "warning" for a bound reached while listing a seed
+
 
     @property
     def ok(self) -> bool:
@@ -156,8 +169,16 @@ def host_of(url: str) -> str:
     return f"{host}:{parts.port}" if parts.port else host
 
 
+def seed_scope(url: str) -> str:
+    """What a seed lets the crawl fetch: its host, or for a ``file://`` seed its folder's URL."""
+    return scope_of(url) if is_file_url(url) else host_of(url)
+
+
 class Crawler:
-    """An async HTTP client with per-host politeness; use as ``async with Crawler(...) as c``."""
+    """An async HTTP client with per-host politeness; use as ``async with Crawler(...) as c``.
+
+    ``seed_hosts`` are ``seed_scope``s: hosts, and the folder URLs of ``file://`` seeds, under
+    which files are read (no robots.txt, no politeness: the disk is ours)."""
 
     def __init__(
         self,
@@ -169,7 +190,9 @@ class Crawler:
     ) -> None:
         self.cfg = cfg
         self.store = store
-        self.seed_hosts = {h.lower() for h in seed_hosts}
+        seed_hosts = set(seed_hosts)
+        self.roots = real_roots(seed_hosts)
+        self.seed_hosts = {h.lower() for h in seed_hosts if not is_file_url(h)}
         self.allow_hosts = {h.lower() for h in cfg.allow_hosts}
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
@@ -209,7 +232,14 @@ class Crawler:
         return host in self.seed_hosts or host in self.allow_hosts or bare in self.allow_hosts
 
     async def may_follow(self, url: str) -> bool:
-        """In scope, and not on a private or loopback address unless its host is a seed host."""
+        """In scope, and not on a private or loopback address unless its host is a seed host; a
+        ``file://`` URL when its real path is inside a seed folder."""
+        if is_file_url(url):
+            try:
+                await asyncio.to_thread(self.in_folders, url)
+            except FileProblem:
+                return False
+            return True
         if not self.in_scope(url):
             return False
         host = host_of(url)
@@ -219,6 +249,10 @@ class Crawler:
         if bare not in self._private_cache:
             self._private_cache[bare] = await asyncio.to_thread(is_private_host, bare)
         return not self._private_cache[bare]
+
+    def in_folders(self, url: str) -> None:
+        """Raise FileProblem unless ``url`` is a local file inside a seed folder."""
+        inside(url, self.roots)
 
     # -- politeness ----------------------------------------------------------------------------
     async def _robots_for(self, url: str) -> Protego | None:
@@ -275,8 +309,12 @@ class Crawler:
         last_modified: str | None = None,
     ) -> FetchResult:
         """Fetch one URL with retries on transient failures (after the server's Retry-After when it
-        gives one, else with exponential backoff); never raises for bad input."""
+        gives one, else with exponential backoff); never raises for bad input. A ``file://`` URL is
+        read from the disk (``etag``: the size and mtime of the previous read)."""
         result = FetchResult(url=url, kind=kind)
+        if is_file_url(url):
+            await asyncio.to_thread(self._read_file, result, etag)
+            return result
         retrying = AsyncRetrying(stop=stop_after_attempt(self.cfg.retries + 1), wait=self._retry_wait,
                                  retry=retry_if_exception(self._retry_worth), reraise=True)
         try:
@@ -294,6 +332,23 @@ class Crawler:
             result.error = "timeout"
             result.message = f"no complete response within {self.cfg.timeout_total:g} s"
         return result
+
+    def _read_file(self, result: FetchResult, etag: str | None) -> None:
+        max_bytes = self.cfg.max_image_bytes if result.kind == "image" else self.cfg.max_body_bytes
+        try:
+            read = read_file(result.url, self.roots, max_bytes, etag)
+        except FileProblem as problem:
+            result.error, result.message = problem.reason, problem.message
+            return
+        result.final_url = result.url
+        result.etag, result.last_modified = read.etag, read.last_modified
+        if read.body is None:
+            result.not_modified = True
+            return
+        result.declared_type = mimetypes.guess_type(read.path)[0]
+        result.size = len(read.body)
+        result.content_type = sniff_content_type(read.body, result.declared_type)
+        result.raw_key = self.store.put(read.body)
 
     def _retry_worth(self, exc: BaseException) -> bool:
         if isinstance(exc, TimeoutError):
@@ -438,16 +493,15 @@ async def crawl_async(
     """
     _ROBOTS.clear()
     previous = previous or {}
-    seed_hosts = {host_of(s.url) for s in seeds}
+    seed_hosts = {seed_scope(s.url) for s in seeds}
     results: list[FetchResult] = []
     seen: set[str] = set()
-    frontier: list[tuple[str, dict]] = []
-    for seed in seeds:
-        key = normalize_url(seed.url)
-        if key not in seen:
-            seen.add(key)
-            frontier.append((seed.url, seed.annotations))
     async with Crawler(cfg, store, seed_hosts, transport=transport) as crawler:
+        frontier, listed = await _expand_seeds(seeds, crawler, seen)
+        for res in listed:
+            results.append(res)
+            if on_result:
+                on_result(res)
         for depth in range(cfg.follow_links + 1):
             fetched = await asyncio.gather(*(
                 crawler.fetch(url, etag=previous.get(url, {}).get("etag"),
@@ -484,6 +538,35 @@ async def crawl_async(
             if not frontier:
                 break
     return results
+
+
+async def _expand_seeds(seeds: list[Seed], crawler: Crawler,
+                        seen: set[str]) -> tuple[list[tuple[str, dict]], list[FetchResult]]:
+    """The first frontier (URL, annotations): the seeds, each folder seed replaced by the page files
+    under it (at most ``max_pages`` in all); and a result for each folder that could not be listed
+    and for a listing cut short by ``max_pages``."""
+    cfg = crawler.cfg
+    frontier: list[tuple[str, dict]] = []
+    listed: list[FetchResult] = []
+    for seed in seeds:
+        if not is_folder_url(seed.url):
+            if normalize_url(seed.url) not in seen:
+                seen.add(normalize_url(seed.url))
+                frontier.append((seed.url, seed.annotations))
+            continue
+        urls, problems = await asyncio.to_thread(list_folder, seed.url, crawler.roots)
+        listed += [FetchResult(url=u, kind="folder", error=r, message=m) for u, r, m in problems]
+        for url in urls:
+            if normalize_url(url) in seen:
+                continue
+            if len(seen) >= cfg.max_pages:
+                listed.append(FetchResult(url=seed.url, kind="folder", error="max_pages", severity="warning",
+                                          message=f"the folder holds more than max_pages ({cfg.max_pages}) "
+                                          f"pages; {url} and those after it were not read"))
+                break
+            seen.add(normalize_url(url))
+            frontier.append((url, seed.annotations))
+    return frontier, listed
 
 
 def crawl(seeds: list[Seed], cfg: CrawlConfig, store: RawStore, **kwargs) -> list[FetchResult]:
