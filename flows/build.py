@@ -254,7 +254,8 @@ def refresh_index(index: str, seeds: str | None = None, model: str | None = None
     reembed = model is not None and model != cfg.embed.model
     if reembed:
         cfg.embed.model = model
-    seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}) for s in meta["seeds"]]
+    seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}, s.get("sitemap"))
+                                                 for s in meta["seeds"]]
     with progress.reporting():
         return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed)
 
@@ -282,7 +283,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
              embedder["model_id"], embedder["device"])
 
     store = IndexStore(index)
-    store.remember(seeds=[{"url": s.url, "annotations": s.annotations} for s in seed_list],
+    store.remember(seeds=[{"url": s.url, "annotations": s.annotations, "sitemap": s.sitemap} for s in seed_list],
                    settings=cfg.model_dump(mode="json"))
     refresh = flow_name == "refresh"
     previous = store.previous_fetches() if refresh else None

@@ -232,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("build", help="crawl the seeds and build or update an index")
     p.add_argument("--seeds", required=True,
-                   help="file of URLs (http(s) or file:///folder/), one per line, or JSONL with a url field; "
-                   "or a folder, whose HTML and PDF files are indexed")
+                   help="file of URLs (http(s), sitemaps, file:///folder/), one per line, or JSONL with a url "
+                   "field; or a folder, whose HTML and PDF files are indexed")
     p.add_argument("--index", required=True, help="index directory (created if missing)")
     p.add_argument("--reembed", action="store_true",
                    help="if the index holds another model's vectors, re-embed everything with --model")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
 
 GONE = ("http_404", "http_410", "not_found")  # the page (or file) is gone: its document goes with it
-LISTINGS = ("folder",)  # results of a seed that is expanded into pages, not of a page
+LISTINGS = ("folder", "sitemap")  # results of a seed that is expanded into pages, not of a page
 
 
 @dataclass
@@ -41,7 +41,8 @@ def plan_refresh(results: list[FetchResult], previous: dict[str, dict], by_url: 
     parsed again). A page the crawl did not reach this time is dropped when the seeds are the whole
     corpus (``follow_links`` 0) or when nothing failed transiently (a failed link-following crawl
     may simply not have reached it). While a folder seed could not be listed (an error other than
-    gone), nothing is dropped: its pages were not reached, not removed."""
+    gone), nothing is dropped: its pages were not reached, not removed; the same for a sitemap that
+    could not be fetched or read."""
     pages = pages_of(results)
     unchanged = [r for r in pages if r.url in by_url and not rebuild
                  and (previous.get(r.url) or {}).get("raw_key") == r.raw_key]

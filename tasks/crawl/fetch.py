@@ -37,6 +37,7 @@ from laminae.tasks.crawl.files import (
 )
 from laminae.tasks.crawl.links import link_target, resolve_href
 from laminae.tasks.crawl.seeds import Seed
+from laminae.tasks.crawl.sitemaps import expand_sitemap
 from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.crawl")
@@ -58,7 +59,7 @@ class FetchResult:
     """What happened when one URL was fetched; ``error`` is None on success."""
 
     url: str
-    kind: str = "page"  # page | image | folder (a folder seed that could not be listed)
+    kind: str = "page"  # page | image | sitemap | folder (sitemap, folder: a seed's listing went wrong)
     final_url: str | None = None
     redirects: list[str] = field(default_factory=list)
     status: int | None = None
@@ -76,7 +77,7 @@ class FetchResult:
     fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     not_modified: bool = False
     severity: str = "error"  # of the error: "warning" for a bound reached while listing a seed
-
+    body: bytes | None = field(default=None, repr=False)  # a sitemap's bytes (kind sitemap), never stored
 
     @property
     def ok(self) -> bool:
@@ -366,7 +367,8 @@ class Crawler:
         assert self._client is not None, "use Crawler as an async context manager"
         result.error = result.message = None
         result.redirects = []
-        max_bytes = self.cfg.max_image_bytes if result.kind == "image" else self.cfg.max_body_bytes
+        max_bytes = {"image": self.cfg.max_image_bytes,
+                     "sitemap": self.cfg.sitemap_max_bytes}.get(result.kind, self.cfg.max_body_bytes)
         url = result.url
         seen = {normalize_url(url)}
         for _hop in range(self.cfg.max_redirects + 1):
@@ -438,7 +440,10 @@ class Crawler:
             if not body:
                 raise _Failure("empty_body", "the response body is empty", status=status)
             result.content_type = sniff_content_type(body, declared)
-            result.raw_key = self.store.put(body)
+            if result.kind == "sitemap":
+                result.body = body
+            else:
+                result.raw_key = self.store.put(body)
             return
         raise _Failure("too_many_redirects", f"more than {self.cfg.max_redirects} redirects from {result.url}")
 
@@ -487,8 +492,10 @@ async def crawl_async(
 ) -> list[FetchResult]:
     """Fetch the seeds, then breadth-first in-scope links up to ``cfg.follow_links`` deep.
 
+    Folder seeds are listed and sitemap seeds expanded first (their pages are depth 0).
     ``previous`` (URL → the last ``fetches`` row) makes requests conditional (ETag,
-    Last-Modified); a 304 answer carries the previous raw key, type and final URL. A crawl of
+    Last-Modified); a 304 answer carries the previous raw key, type and final URL, and so does a
+    page whose sitemap ``lastmod`` is no later than its previous ``fetched_at`` (not requested). A crawl of
     pages starts with fresh robots.txt answers, which the image fetches of its batches reuse.
     """
     _ROBOTS.clear()
@@ -497,16 +504,21 @@ async def crawl_async(
     results: list[FetchResult] = []
     seen: set[str] = set()
     async with Crawler(cfg, store, seed_hosts, transport=transport) as crawler:
-        frontier, listed = await _expand_seeds(seeds, crawler, seen)
+        frontier, lastmods, listed = await _expand_seeds(seeds, crawler, seen)
         for res in listed:
             results.append(res)
             if on_result:
                 on_result(res)
+
+        async def fetch(url: str) -> FetchResult:
+            before = previous.get(url)
+            if _unchanged_since(lastmods.get(url), before):
+                return FetchResult(url=url, not_modified=True)  # the sitemap says so: not even asked
+            return await crawler.fetch(url, etag=(before or {}).get("etag"),
+                                       last_modified=(before or {}).get("last_modified"))
+
         for depth in range(cfg.follow_links + 1):
-            fetched = await asyncio.gather(*(
-                crawler.fetch(url, etag=previous.get(url, {}).get("etag"),
-                              last_modified=previous.get(url, {}).get("last_modified"))
-                for url, _ in frontier))
+            fetched = await asyncio.gather(*(fetch(url) for url, _ in frontier))
             next_frontier: list[tuple[str, dict]] = []
             for res, (_, annotations) in zip(fetched, frontier, strict=True):
                 res.depth, res.annotations = depth, annotations
@@ -540,33 +552,56 @@ async def crawl_async(
     return results
 
 
-async def _expand_seeds(seeds: list[Seed], crawler: Crawler,
-                        seen: set[str]) -> tuple[list[tuple[str, dict]], list[FetchResult]]:
+async def _expand_seeds(seeds: list[Seed], crawler: Crawler, seen: set[str]
+                        ) -> tuple[list[tuple[str, dict]], dict[str, datetime], list[FetchResult]]:
     """The first frontier (URL, annotations): the seeds, each folder seed replaced by the page files
-    under it (at most ``max_pages`` in all); and a result for each folder that could not be listed
-    and for a listing cut short by ``max_pages``."""
+    under it and each sitemap seed by the pages it lists (at most ``max_pages`` in all); the
+    sitemaps' ``lastmod`` of those pages; and a result for each problem of a folder or a sitemap
+    (a listing that went wrong, a bound reached, URLs skipped)."""
     cfg = crawler.cfg
     frontier: list[tuple[str, dict]] = []
+    lastmods: dict[str, datetime] = {}
     listed: list[FetchResult] = []
     for seed in seeds:
-        if not is_folder_url(seed.url):
+        if is_folder_url(seed.url):
+            kind = "folder"
+            urls, problems = await asyncio.to_thread(list_folder, seed.url, crawler.roots)
+            listed += [FetchResult(url=u, kind=kind, error=r, message=m) for u, r, m in problems]
+            pages: dict[str, datetime | None] = dict.fromkeys(urls)
+        elif seed.is_sitemap:
+            kind = "sitemap"
+            listing = await expand_sitemap(seed.url, crawler, cfg.max_pages - len(seen))
+            listed += [FetchResult(url=p.url, kind=kind, error=p.reason, message=p.message, severity=p.severity)
+                       for p in listing.problems]
+            pages = listing.pages
+        else:
             if normalize_url(seed.url) not in seen:
                 seen.add(normalize_url(seed.url))
                 frontier.append((seed.url, seed.annotations))
             continue
-        urls, problems = await asyncio.to_thread(list_folder, seed.url, crawler.roots)
-        listed += [FetchResult(url=u, kind="folder", error=r, message=m) for u, r, m in problems]
-        for url in urls:
+        for url, lastmod in pages.items():
             if normalize_url(url) in seen:
                 continue
             if len(seen) >= cfg.max_pages:
-                listed.append(FetchResult(url=seed.url, kind="folder", error="max_pages", severity="warning",
-                                          message=f"the folder holds more than max_pages ({cfg.max_pages}) "
-                                          f"pages; {url} and those after it were not read"))
+                listed.append(FetchResult(url=seed.url, kind=kind, error="max_pages", severity="warning",
+                                          message=f"more than max_pages ({cfg.max_pages}) pages; {url} and "
+                                          "those after it were not fetched"))
                 break
             seen.add(normalize_url(url))
             frontier.append((url, seed.annotations))
-    return frontier, listed
+            if lastmod is not None:
+                lastmods[url] = lastmod
+    return frontier, lastmods, listed
+
+
+def _unchanged_since(lastmod: datetime | None, before: dict | None) -> bool:
+    """A sitemap's lastmod no later than the previous fetch of a page whose bytes we have."""
+    fetched_at = (before or {}).get("fetched_at")
+    if lastmod is None or fetched_at is None or not before.get("raw_key"):
+        return False
+    if fetched_at.tzinfo is None:
+        fetched_at = fetched_at.replace(tzinfo=UTC)
+    return lastmod <= fetched_at
 
 
 def crawl(seeds: list[Seed], cfg: CrawlConfig, store: RawStore, **kwargs) -> list[FetchResult]:

@@ -1,7 +1,8 @@
 """Seeds: read a seeds file (or a folder) into URLs with annotations.
 
 Reads a text file with one URL per line (``#`` comments and blank lines skipped) or JSON Lines
-with a ``url`` field plus any annotations, which are kept on the document row. A URL is http(s)
+with a ``url`` field plus any annotations, which are kept on the document row (and a
+``"sitemap"`` flag, true or false, overriding ``looks_like_sitemap``). A URL is http(s)
 or ``file://`` (an absolute local path: a folder, written with or without its final ``/``, or one
 file). A folder given instead of a seeds file is one seed: its ``file://`` URL, which the crawl
 lists (again at every refresh). Writes nothing.
@@ -17,11 +18,32 @@ from urllib.parse import urlsplit
 
 from laminae.tasks.crawl.files import FileProblem, file_url, path_of
 
+SITEMAP_SUFFIXES = (".xml", ".xml.gz", ".txt", ".txt.gz")
+
+
+def looks_like_sitemap(url: str) -> bool:
+    """The sitemap rule for a seed without ``"sitemap"``: an http(s) URL whose last path segment
+    names a sitemap (``sitemap.xml``, ``sitemap_index.xml``, ``news-sitemap.xml.gz``,
+    ``sitemap.txt``: it contains "sitemap" and ends ``.xml``, ``.txt`` or either with ``.gz``) or
+    any ``.xml.gz`` file."""
+    parts = urlsplit(url)
+    name = parts.path.rsplit("/", 1)[-1].lower()
+    if parts.scheme not in ("http", "https"):
+        return False
+    return name.endswith(".xml.gz") or ("sitemap" in name and name.endswith(SITEMAP_SUFFIXES))
+
 
 @dataclass(frozen=True)
 class Seed:
     url: str
     annotations: dict = field(default_factory=dict, hash=False, compare=False)
+    sitemap: bool | None = field(default=None, hash=False, compare=False)  # None: decided by the URL
+
+    @property
+    def is_sitemap(self) -> bool:
+        """Is this seed a sitemap, to be expanded into the pages it lists (``looks_like_sitemap``
+        unless the seed says)."""
+        return self.sitemap if self.sitemap is not None else looks_like_sitemap(self.url)
 
 
 class SeedsError(ValueError):
@@ -66,7 +88,13 @@ def read_seeds(path: str | Path) -> list[Seed]:
             url = record.pop("url", None)
             if not isinstance(url, str):
                 raise SeedsError(f'{where}: a JSON seed needs a "url" string field')
-            seed = Seed(_check_url(url.strip(), where), record)
+            sitemap = record.pop("sitemap", None)
+            if sitemap is not None and not isinstance(sitemap, bool):
+                raise SeedsError(f'{where}: "sitemap" is true (expand the URL as a sitemap) or false, not {sitemap!r}')
+            url = _check_url(url.strip(), where)
+            if sitemap and urlsplit(url).scheme not in ("http", "https"):
+                raise SeedsError(f"{where}: a sitemap seed is fetched over http(s); {url} is not")
+            seed = Seed(url, record, sitemap)
         else:
             seed = Seed(_check_url(line, where))
         seeds.setdefault(seed.url, seed)
