@@ -26,7 +26,7 @@ from laminae.schemas.storage import is_remote
 from laminae.schemas.tables import TABLES
 from laminae.stats import table_stats
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, host_of
+from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder
 from laminae.tasks.nodes.links import resolve_links
@@ -45,7 +45,7 @@ from laminae.tasks.pipeline import (
     reembed_index,
     write_batch,
 )
-from laminae.tasks.refresh import pages_of, plan_refresh, superseded_documents, unsettled_pages
+from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
 from laminae.tasks.report import progress
 from laminae.tasks.report.run_report import run_markdown, write_report
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
@@ -65,10 +65,10 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings,
 
     def on_result(res: FetchResult) -> None:
         bars.advance("fetch")
-        if res.depth:  # a followed link: work that was not known up front
-            bars.expect("fetch", 1)
         done["ok" if res.ok else "failed"] += 1
         total = done.total()
+        if total > len(seeds):  # a followed link or a file of a folder: work that was not known up front
+            bars.expect("fetch", 1)
         if total % 50 == 0:
             log.info("crawl: %d pages fetched (%d failed)", total, done["failed"])
 
@@ -254,7 +254,8 @@ def refresh_index(index: str, seeds: str | None = None, model: str | None = None
     reembed = model is not None and model != cfg.embed.model
     if reembed:
         cfg.embed.model = model
-    seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}) for s in meta["seeds"]]
+    seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}, s.get("sitemap"))
+                                                 for s in meta["seeds"]]
     with progress.reporting():
         return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed)
 
@@ -282,7 +283,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
              embedder["model_id"], embedder["device"])
 
     store = IndexStore(index)
-    store.remember(seeds=[{"url": s.url, "annotations": s.annotations} for s in seed_list],
+    store.remember(seeds=[{"url": s.url, "annotations": s.annotations, "sitemap": s.sitemap} for s in seed_list],
                    settings=cfg.model_dump(mode="json"))
     refresh = flow_name == "refresh"
     previous = store.previous_fetches() if refresh else None
@@ -290,7 +291,8 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     results = crawl_pages(seed_list, index, cfg, previous)
     seconds["crawl"] += time.perf_counter() - tick
     errors = crawl_errors(results, run_id)
-    failed_fetches = [r for r in results if not r.ok or r.content_type not in PAGE_TYPES]
+    fetched = [r for r in results if r.kind not in LISTINGS]  # a folder's listing is no fetch
+    failed_fetches = [r for r in fetched if not r.ok or r.content_type not in PAGE_TYPES]
 
     pages = pages_of(results)
     changes: Counter[str] = Counter()
@@ -307,7 +309,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     store.append("errors", errors)
     store.upsert("fetches", [fetch_row(r, run_id) for r in failed_fetches])
 
-    seed_hosts = {host_of(s.url) for s in seed_list}
+    seed_hosts = {seed_scope(s.url) for s in seed_list}
     size = cfg.batch_documents
     batches = [pages[i : i + size] for i in range(0, len(pages), size)]
     for stage in ("parse", "write"):
@@ -359,7 +361,7 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         "run_id": run_id,
         "status": status,
         "seeds": len(seed_list),
-        "pages_fetched": len(results),
+        "pages_fetched": len(fetched),
         "pages_failed": len(failed_fetches),
         "documents_indexed": totals["indexed"],
         "embedded": totals["embedded"],

@@ -244,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("build", help="crawl the seeds and build or update an index")
-    p.add_argument("--seeds", required=True, help="file of URLs, one per line, or JSONL with a url field")
+    p.add_argument("--seeds", required=True,
+                   help="file of URLs (http(s), sitemaps, file:///folder/), one per line, or JSONL with a url "
+                   "field; or a folder, whose HTML and PDF files are indexed")
     p.add_argument("--index", required=True, help="index directory (created if missing)")
     p.add_argument("--reembed", action="store_true",
                    help="if the index holds another model's vectors, re-embed everything with --model")
@@ -253,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("refresh", help="re-fetch an index's seeds; re-parse and re-embed only what changed")
     p.add_argument("--index", required=True, help="an index built with `laminae build`")
-    p.add_argument("--seeds", help="replace the remembered seed list with this file")
+    p.add_argument("--seeds", help="replace the remembered seed list with this file (or folder)")
     p.add_argument("--model", help="move the index to this embedding model (re-embeds everything)")
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")

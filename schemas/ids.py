@@ -17,7 +17,8 @@ def normalize_url(url: str) -> str:
     """Normalize a URL for identity: lower-case scheme and host, no default port, no fragment.
 
     The path keeps its case (servers treat it as case-sensitive); percent-escapes are made uniform
-    so that ``/a%20b`` and ``/a b`` are the same page; an empty path becomes ``/``.
+    so that ``/a%20b`` and ``/a b`` are the same page; an empty path becomes ``/``. A local file's
+    URL is ``file:///path`` (``file://localhost/path`` is the same file).
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
@@ -26,6 +27,8 @@ def normalize_url(url: str) -> str:
         host = f"{host}:{parts.port}"
     if parts.username:
         host = f"{parts.username}@{host}"
+    if scheme == "file" and host == "localhost":
+        host = ""
     path = quote(unquote(parts.path), safe="/:@!$&'()*+,;=-._~") or "/"
     return urlunsplit((scheme, host, path, parts.query, ""))
 

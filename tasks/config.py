@@ -45,7 +45,19 @@ class CrawlConfig(BaseModel):
         default_factory=list, description="Hosts besides the seeds' that may be fetched."
     )
     fetch_images: bool = Field(True, description="Fetch images referenced by pages.")
-    max_pages: int = Field(100_000, ge=1, description="Stop following links after this many pages.")
+    max_pages: int = Field(
+        100_000, ge=1, description="Stop following links, listing folders and reading sitemaps after this many pages."
+    )
+    sitemap_max_bytes: int = Field(
+        50_000_000, ge=1024, description="A sitemap larger than this once decompressed (the protocol's 50 MB) is "
+        "refused with an error row; gzip is decompressed in a stream that stops there.",
+    )
+    sitemap_max_depth: int = Field(
+        3, ge=0, le=10, description="Sitemap indexes nested deeper than this below a seed are not fetched.",
+    )
+    sitemap_max_files: int = Field(
+        1000, ge=1, description="Sitemaps (the seed's, its indexes' and theirs) fetched per sitemap seed.",
+    )
 
 
 class ParseConfig(BaseModel):

@@ -84,11 +84,14 @@ def fetch_row(res: FetchResult, run_id: str) -> dict:
 
 
 def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
-    """Error rows for pages that could not be fetched or are not pages."""
+    """Error rows for pages that could not be fetched or are not pages, and for the problems of
+    listing a folder (stage crawl) or a sitemap (stage sitemap)."""
     rows = []
     for res in results:
         if not res.ok:
-            rows.append(error_row(run_id, res.url, "crawl", res.error or "unknown", res.message or ""))
+            stage = "sitemap" if res.kind == "sitemap" else "crawl"
+            rows.append(error_row(run_id, res.url, stage, res.error or "unknown", res.message or "",
+                                  severity=res.severity))
         elif res.content_type not in PAGE_TYPES and not res.not_modified:
             rows.append(error_row(run_id, res.url, "crawl", "unsupported_content_type",
                                   f"{res.content_type} (declared {res.declared_type}) is not an HTML page or a PDF; skipped"))

@@ -3,8 +3,8 @@
 Reads the fetch results of this run, the fetch record of the run before (``fetches``: each page's
 raw key) and the page each document was recorded with (``documents``); returns which pages are
 unchanged (kept, not re-parsed), which are parsed, and which documents go: a page that answered
-404 or 410 (gone), one no longer reached by the crawl (dropped), one whose page now resolves to
-another document (superseded). Writes nothing: ``laminae.flows.build.run_update`` applies it.
+404 or 410 or whose file is gone (gone), one no longer reached by the crawl (dropped), one whose
+page now resolves to another document (superseded). Writes nothing: ``laminae.flows.build.run_update`` applies it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
 
-GONE = ("http_404", "http_410")  # the page is gone: its document goes with it
+GONE = ("http_404", "http_410", "not_found")  # the page (or file) is gone: its document goes with it
+LISTINGS = ("folder", "sitemap")  # results of a seed that is expanded into pages, not of a page
 
 
 @dataclass
@@ -39,15 +40,19 @@ def plan_refresh(results: list[FetchResult], previous: dict[str, dict], by_url: 
     was recorded with; ``rebuild``: the index was serialized by another version (every page is
     parsed again). A page the crawl did not reach this time is dropped when the seeds are the whole
     corpus (``follow_links`` 0) or when nothing failed transiently (a failed link-following crawl
-    may simply not have reached it)."""
+    may simply not have reached it). While a folder seed could not be listed (an error other than
+    gone), nothing is dropped: its pages were not reached, not removed; the same for a sitemap that
+    could not be fetched or read."""
     pages = pages_of(results)
     unchanged = [r for r in pages if r.url in by_url and not rebuild
                  and (previous.get(r.url) or {}).get("raw_key") == r.raw_key]
     parse = [r for r in pages if r not in unchanged]
     gone = {r.url for r in results if r.error in GONE and r.url in by_url}
     reached = {r.url for r in results}
-    transient = any(not r.ok and r.error not in GONE for r in results)
-    dropped = {u for u in by_url if u not in reached and (follow_links == 0 or not transient)}
+    failed = [r for r in results if not r.ok and r.error not in GONE and r.severity == "error"]
+    transient = any(r.kind not in LISTINGS for r in failed)
+    unlisted = any(r.kind in LISTINGS for r in failed)
+    dropped = {u for u in by_url if u not in reached and not unlisted and (follow_links == 0 or not transient)}
     changes = Counter(unchanged=len(unchanged), changed=sum(r.url in by_url for r in parse),
                       added=sum(r.url not in by_url for r in parse), removed=len(gone | dropped))
     return RefreshPlan(parse, unchanged, [by_url[u] for u in sorted(gone | dropped)], gone, changes)
@@ -55,7 +60,8 @@ def plan_refresh(results: list[FetchResult], previous: dict[str, dict], by_url: 
 
 def unsettled_pages(results: list[FetchResult], parse: list[FetchResult], resolved: dict[str, str]) -> set[str]:
     """Pages of this run that failed transiently or did not parse: they may hold any document."""
-    return {r.url for r in results if not r.ok and r.error not in GONE} | ({r.url for r in parse} - set(resolved))
+    failed = {r.url for r in results if not r.ok and r.error not in GONE and r.kind not in LISTINGS}
+    return failed | ({r.url for r in parse} - set(resolved))
 
 
 def superseded_documents(by_url: dict[str, str], resolved: dict[str, str], reparsed: set[str],

@@ -1,6 +1,6 @@
 """Crawl: fetch seed pages (optionally following links) and the images they reference.
 
-Reads seed URLs; writes raw bodies into the index's content-addressed ``RawStore`` and returns
+Reads seed URLs (``file://`` ones from the local disk: ``tasks/crawl/files.py``); writes raw bodies into the index's content-addressed ``RawStore`` and returns
 one ``FetchResult`` per URL (status, final URL, redirect chain, sniffed content type, raw key or
 the error that stopped it). Politeness: per-host concurrency and delay, robots.txt, bounded
 redirects, connect/read/total timeouts, body size caps, retries with backoff on transient errors.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import mimetypes
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -24,8 +25,19 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
+from laminae.tasks.crawl.files import (
+    FileProblem,
+    inside,
+    is_file_url,
+    is_folder_url,
+    list_folder,
+    read_file,
+    real_roots,
+    scope_of,
+)
 from laminae.tasks.crawl.links import link_target, resolve_href
 from laminae.tasks.crawl.seeds import Seed
+from laminae.tasks.crawl.sitemaps import expand_sitemap
 from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.crawl")
@@ -47,7 +59,7 @@ class FetchResult:
     """What happened when one URL was fetched; ``error`` is None on success."""
 
     url: str
-    kind: str = "page"  # page | image
+    kind: str = "page"  # page | image | sitemap | folder (sitemap, folder: a seed's listing went wrong)
     final_url: str | None = None
     redirects: list[str] = field(default_factory=list)
     status: int | None = None
@@ -64,6 +76,8 @@ class FetchResult:
     annotations: dict = field(default_factory=dict)
     fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     not_modified: bool = False
+    severity: str = "error"  # of the error: "warning" for a bound reached while listing a seed
+    body: bytes | None = field(default=None, repr=False)  # a sitemap's bytes (kind sitemap), never stored
 
     @property
     def ok(self) -> bool:
@@ -156,8 +170,16 @@ def host_of(url: str) -> str:
     return f"{host}:{parts.port}" if parts.port else host
 
 
+def seed_scope(url: str) -> str:
+    """What a seed lets the crawl fetch: its host, or for a ``file://`` seed its folder's URL."""
+    return scope_of(url) if is_file_url(url) else host_of(url)
+
+
 class Crawler:
-    """An async HTTP client with per-host politeness; use as ``async with Crawler(...) as c``."""
+    """An async HTTP client with per-host politeness; use as ``async with Crawler(...) as c``.
+
+    ``seed_hosts`` are ``seed_scope``s: hosts, and the folder URLs of ``file://`` seeds, under
+    which files are read (no robots.txt, no politeness: the disk is ours)."""
 
     def __init__(
         self,
@@ -169,7 +191,9 @@ class Crawler:
     ) -> None:
         self.cfg = cfg
         self.store = store
-        self.seed_hosts = {h.lower() for h in seed_hosts}
+        seed_hosts = set(seed_hosts)
+        self.roots = real_roots(seed_hosts)
+        self.seed_hosts = {h.lower() for h in seed_hosts if not is_file_url(h)}
         self.allow_hosts = {h.lower() for h in cfg.allow_hosts}
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
@@ -209,7 +233,14 @@ class Crawler:
         return host in self.seed_hosts or host in self.allow_hosts or bare in self.allow_hosts
 
     async def may_follow(self, url: str) -> bool:
-        """In scope, and not on a private or loopback address unless its host is a seed host."""
+        """In scope, and not on a private or loopback address unless its host is a seed host; a
+        ``file://`` URL when its real path is inside a seed folder."""
+        if is_file_url(url):
+            try:
+                await asyncio.to_thread(self.in_folders, url)
+            except FileProblem:
+                return False
+            return True
         if not self.in_scope(url):
             return False
         host = host_of(url)
@@ -219,6 +250,10 @@ class Crawler:
         if bare not in self._private_cache:
             self._private_cache[bare] = await asyncio.to_thread(is_private_host, bare)
         return not self._private_cache[bare]
+
+    def in_folders(self, url: str) -> None:
+        """Raise FileProblem unless ``url`` is a local file inside a seed folder."""
+        inside(url, self.roots)
 
     # -- politeness ----------------------------------------------------------------------------
     async def _robots_for(self, url: str) -> Protego | None:
@@ -275,8 +310,12 @@ class Crawler:
         last_modified: str | None = None,
     ) -> FetchResult:
         """Fetch one URL with retries on transient failures (after the server's Retry-After when it
-        gives one, else with exponential backoff); never raises for bad input."""
+        gives one, else with exponential backoff); never raises for bad input. A ``file://`` URL is
+        read from the disk (``etag``: the size and mtime of the previous read)."""
         result = FetchResult(url=url, kind=kind)
+        if is_file_url(url):
+            await asyncio.to_thread(self._read_file, result, etag)
+            return result
         retrying = AsyncRetrying(stop=stop_after_attempt(self.cfg.retries + 1), wait=self._retry_wait,
                                  retry=retry_if_exception(self._retry_worth), reraise=True)
         try:
@@ -295,6 +334,23 @@ class Crawler:
             result.message = f"no complete response within {self.cfg.timeout_total:g} s"
         return result
 
+    def _read_file(self, result: FetchResult, etag: str | None) -> None:
+        max_bytes = self.cfg.max_image_bytes if result.kind == "image" else self.cfg.max_body_bytes
+        try:
+            read = read_file(result.url, self.roots, max_bytes, etag)
+        except FileProblem as problem:
+            result.error, result.message = problem.reason, problem.message
+            return
+        result.final_url = result.url
+        result.etag, result.last_modified = read.etag, read.last_modified
+        if read.body is None:
+            result.not_modified = True
+            return
+        result.declared_type = mimetypes.guess_type(read.path)[0]
+        result.size = len(read.body)
+        result.content_type = sniff_content_type(read.body, result.declared_type)
+        result.raw_key = self.store.put(read.body)
+
     def _retry_worth(self, exc: BaseException) -> bool:
         if isinstance(exc, TimeoutError):
             return True
@@ -311,7 +367,8 @@ class Crawler:
         assert self._client is not None, "use Crawler as an async context manager"
         result.error = result.message = None
         result.redirects = []
-        max_bytes = self.cfg.max_image_bytes if result.kind == "image" else self.cfg.max_body_bytes
+        max_bytes = {"image": self.cfg.max_image_bytes,
+                     "sitemap": self.cfg.sitemap_max_bytes}.get(result.kind, self.cfg.max_body_bytes)
         url = result.url
         seen = {normalize_url(url)}
         for _hop in range(self.cfg.max_redirects + 1):
@@ -383,7 +440,10 @@ class Crawler:
             if not body:
                 raise _Failure("empty_body", "the response body is empty", status=status)
             result.content_type = sniff_content_type(body, declared)
-            result.raw_key = self.store.put(body)
+            if result.kind == "sitemap":
+                result.body = body
+            else:
+                result.raw_key = self.store.put(body)
             return
         raise _Failure("too_many_redirects", f"more than {self.cfg.max_redirects} redirects from {result.url}")
 
@@ -432,27 +492,33 @@ async def crawl_async(
 ) -> list[FetchResult]:
     """Fetch the seeds, then breadth-first in-scope links up to ``cfg.follow_links`` deep.
 
+    Folder seeds are listed and sitemap seeds expanded first (their pages are depth 0).
     ``previous`` (URL → the last ``fetches`` row) makes requests conditional (ETag,
-    Last-Modified); a 304 answer carries the previous raw key, type and final URL. A crawl of
+    Last-Modified); a 304 answer carries the previous raw key, type and final URL, and so does a
+    page whose sitemap ``lastmod`` is no later than its previous ``fetched_at`` (not requested). A crawl of
     pages starts with fresh robots.txt answers, which the image fetches of its batches reuse.
     """
     _ROBOTS.clear()
     previous = previous or {}
-    seed_hosts = {host_of(s.url) for s in seeds}
+    seed_hosts = {seed_scope(s.url) for s in seeds}
     results: list[FetchResult] = []
     seen: set[str] = set()
-    frontier: list[tuple[str, dict]] = []
-    for seed in seeds:
-        key = normalize_url(seed.url)
-        if key not in seen:
-            seen.add(key)
-            frontier.append((seed.url, seed.annotations))
     async with Crawler(cfg, store, seed_hosts, transport=transport) as crawler:
+        frontier, lastmods, listed = await _expand_seeds(seeds, crawler, seen)
+        for res in listed:
+            results.append(res)
+            if on_result:
+                on_result(res)
+
+        async def fetch(url: str) -> FetchResult:
+            before = previous.get(url)
+            if _unchanged_since(lastmods.get(url), before):
+                return FetchResult(url=url, not_modified=True)  # the sitemap says so: not even asked
+            return await crawler.fetch(url, etag=(before or {}).get("etag"),
+                                       last_modified=(before or {}).get("last_modified"))
+
         for depth in range(cfg.follow_links + 1):
-            fetched = await asyncio.gather(*(
-                crawler.fetch(url, etag=previous.get(url, {}).get("etag"),
-                              last_modified=previous.get(url, {}).get("last_modified"))
-                for url, _ in frontier))
+            fetched = await asyncio.gather(*(fetch(url) for url, _ in frontier))
             next_frontier: list[tuple[str, dict]] = []
             for res, (_, annotations) in zip(fetched, frontier, strict=True):
                 res.depth, res.annotations = depth, annotations
@@ -484,6 +550,58 @@ async def crawl_async(
             if not frontier:
                 break
     return results
+
+
+async def _expand_seeds(seeds: list[Seed], crawler: Crawler, seen: set[str]
+                        ) -> tuple[list[tuple[str, dict]], dict[str, datetime], list[FetchResult]]:
+    """The first frontier (URL, annotations): the seeds, each folder seed replaced by the page files
+    under it and each sitemap seed by the pages it lists (at most ``max_pages`` in all); the
+    sitemaps' ``lastmod`` of those pages; and a result for each problem of a folder or a sitemap
+    (a listing that went wrong, a bound reached, URLs skipped)."""
+    cfg = crawler.cfg
+    frontier: list[tuple[str, dict]] = []
+    lastmods: dict[str, datetime] = {}
+    listed: list[FetchResult] = []
+    for seed in seeds:
+        if is_folder_url(seed.url):
+            kind = "folder"
+            urls, problems = await asyncio.to_thread(list_folder, seed.url, crawler.roots)
+            listed += [FetchResult(url=u, kind=kind, error=r, message=m) for u, r, m in problems]
+            pages: dict[str, datetime | None] = dict.fromkeys(urls)
+        elif seed.is_sitemap:
+            kind = "sitemap"
+            listing = await expand_sitemap(seed.url, crawler, cfg.max_pages - len(seen))
+            listed += [FetchResult(url=p.url, kind=kind, error=p.reason, message=p.message, severity=p.severity)
+                       for p in listing.problems]
+            pages = listing.pages
+        else:
+            if normalize_url(seed.url) not in seen:
+                seen.add(normalize_url(seed.url))
+                frontier.append((seed.url, seed.annotations))
+            continue
+        for url, lastmod in pages.items():
+            if normalize_url(url) in seen:
+                continue
+            if len(seen) >= cfg.max_pages:
+                listed.append(FetchResult(url=seed.url, kind=kind, error="max_pages", severity="warning",
+                                          message=f"more than max_pages ({cfg.max_pages}) pages; {url} and "
+                                          "those after it were not fetched"))
+                break
+            seen.add(normalize_url(url))
+            frontier.append((url, seed.annotations))
+            if lastmod is not None:
+                lastmods[url] = lastmod
+    return frontier, lastmods, listed
+
+
+def _unchanged_since(lastmod: datetime | None, before: dict | None) -> bool:
+    """A sitemap's lastmod no later than the previous fetch of a page whose bytes we have."""
+    fetched_at = (before or {}).get("fetched_at")
+    if lastmod is None or fetched_at is None or not before.get("raw_key"):
+        return False
+    if fetched_at.tzinfo is None:
+        fetched_at = fetched_at.replace(tzinfo=UTC)
+    return lastmod <= fetched_at
 
 
 def crawl(seeds: list[Seed], cfg: CrawlConfig, store: RawStore, **kwargs) -> list[FetchResult]:

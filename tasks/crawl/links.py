@@ -6,25 +6,29 @@ Reads hrefs and pymupdf link dicts; writes nothing.
 
 from __future__ import annotations
 
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 
 def resolve_href(base_url: str, href: str | None) -> str | None:
-    """The absolute http(s) target of a link, fragment removed; None for links that do not navigate."""
+    """The absolute http(s) target of a link, fragment removed; None for links that do not navigate.
+    A page read from a ``file://`` URL may also link to files (never a web page to a file)."""
     href = (href or "").strip()
     if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
         return None
     target = urljoin(base_url, href)
     parts = urlsplit(target)
-    if parts.scheme not in ("http", "https"):
+    schemes = ("http", "https", "file") if urlsplit(base_url).scheme == "file" else ("http", "https")
+    if parts.scheme not in schemes:
         return None
+    if parts.scheme == "file":  # a file has no query: a.html?v=2 is a.html
+        return urlunsplit(parts._replace(query="", fragment=""))
     if "action=edit" in parts.query or "action=history" in parts.query:
         return None
     return target.split("#", 1)[0]
 
 
 def link_target(link: dict, base_url: str) -> str | None:
-    """The absolute http(s) URL a pymupdf link (``page.get_links()``) points to, if any."""
+    """The absolute http(s) (or, from a file, ``file://``) URL a pymupdf link (``page.get_links()``) points to, if any."""
     # a relative target ("rye.html") is a launch link with a "file" in pymupdf
     href = link.get("uri") or link.get("file")
     return resolve_href(base_url, href) if href else None

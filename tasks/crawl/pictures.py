@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from laminae.schemas.pictures import MAX_PIXELS
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.fetch import FetchResult, fetch_images
+from laminae.tasks.crawl.files import is_file_url
 from laminae.tasks.storage.rawstore import RawStore
 
 
@@ -60,7 +61,8 @@ def attach_images(
     """Fetch and check every image component's picture in place.
 
     Returns the fetch results of in-scope images and ``(component, url, reason, message)`` for
-    each image that could not be used.
+    each image that could not be used (a file outside the seed folders among them; an image on
+    another host is simply not fetched).
     """
     images = [c for c in components if c["kind"] == "image" and c.get("image_url")]
     if not images or not cfg.fetch_images:
@@ -69,7 +71,7 @@ def attach_images(
     problems = []
     for comp in images:
         res = fetched[comp["image_url"]]
-        if res.error == "out_of_scope":
+        if res.error == "out_of_scope" and not is_file_url(res.url):
             continue  # images on other hosts are not fetched; the URL stays on the row
         if not res.ok:
             problems.append((comp, comp["image_url"], res.error, res.message or ""))

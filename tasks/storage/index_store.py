@@ -182,12 +182,12 @@ class IndexStore:
             self.table(name).delete(f"id IN ({sql_list(ids[start : start + chunk])})")
 
     def previous_fetches(self) -> dict[str, dict]:
-        """The last ``fetches`` row of every URL (for conditional requests)."""
+        """The last ``fetches`` row of every URL (for conditional requests and sitemap lastmods)."""
         tbl = self.table("fetches")
         if tbl.count_rows() == 0:
             return {}
         rows = tbl.search().select(["url", "final_url", "etag", "last_modified", "raw_key", "content_type", "size",
-                                    "error"]).limit(None).to_arrow().to_pylist()
+                                    "fetched_at", "error"]).limit(None).to_arrow().to_pylist()
         return {r["url"]: r for r in rows if not r["error"]}
 
     def documents_by_url(self) -> dict[str, str]:
