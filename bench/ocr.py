@@ -76,8 +76,7 @@ def main() -> None:
     for i in range(args.pictures):
         lines = random_lines(rng, rng.randint(1, 4), words=rng.randint(3, 7))
         size = (18, 24, 30, 40)[i % 4]
-        pictures.append((" ".join(lines), load_image(text_picture(lines, width=max(60 * size // 2 * 7, 600),
-                                                                  font_size=size, chart=i % 3 == 0))))
+        pictures.append((" ".join(lines), load_image(text_picture(lines, font_size=size, chart=i % 3 == 0))))
     found = [0, 0]
     unrepaired = [0, 0]
     started = time.perf_counter()

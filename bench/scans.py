@@ -19,7 +19,7 @@ WORDS = (
 
 def text_picture(
     lines: list[str],
-    width: int = 900,
+    width: int | None = None,
     font_size: int = 30,
     margin: int = 30,
     background: str = "white",
@@ -28,12 +28,13 @@ def text_picture(
     height: int | None = None,
 ) -> bytes:
     """A PNG showing ``lines`` one under the other (and, with ``chart``, bars below them); its
-    height fits the lines unless given."""
+    width and height fit the lines unless given."""
     from PIL import Image, ImageDraw, ImageFont
 
     font = ImageFont.load_default(size=font_size)
     step = int(font_size * 1.7)
     height = height or margin * 2 + step * len(lines) + (160 if chart else 0)
+    width = width or int(max((font.getlength(line) for line in lines), default=0)) + 2 * margin
     picture = Image.new("RGB", (width, height), background)
     draw = ImageDraw.Draw(picture)
     for i, line in enumerate(lines):

@@ -1,8 +1,11 @@
-"""Write the sample site's PDF, ``examples/site/guild-report.pdf`` (a report the bakers page links to).
+"""Write the sample site's PDF, ``examples/site/guild-report.pdf`` (a report the bakers page links
+to), and the market poster picture, ``examples/site/images/market-poster.png``.
 
     .venv/bin/python examples/make_report_pdf.py
 
-Its links are relative (``rye.html``), so they resolve to the site's pages on any host and port.
+Its links are relative (``rye.html``), so they resolve to the site's pages on any host and port. Its
+last page is a scanned letter (a picture, no text layer) that only OCR reads; the poster's words
+are drawn into its pixels and written nowhere else on the site.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.scans import scanned_pdf, text_picture  # noqa: E402
 from bench.synthetic_pdf import PdfWriter  # noqa: E402
 
 SITE = Path(__file__).resolve().parent / "site"
@@ -52,9 +56,26 @@ def main() -> int:
     w.paragraph("Next year the guild will publish a glossary of baking terms for apprentices and open two "
                 "more markets in the river towns.", links={"glossary": "glossary.html"})
     out = SITE / "guild-report.pdf"
-    out.write_bytes(w.tobytes())
+    out.write_bytes(with_scanned_letter(w.tobytes()))
     print(f"wrote {out} ({out.stat().st_size} bytes)")
+    poster = SITE / "images" / "market-poster.png"
+    poster.write_bytes(text_picture(["Harvest fair at Millbrook", "every first Saturday",
+                                     "Stall fees: 14 shillings"], font_size=34, background="#f4e9d0", ink="#3b2a1a"))
+    print(f"wrote {poster} ({poster.stat().st_size} bytes)")
     return 0
+
+
+def with_scanned_letter(report: bytes) -> bytes:
+    """The report with a scanned annex page appended: a letter as pixels only."""
+    import pymupdf
+
+    letter = scanned_pdf([["Annex: a letter from the Millers' Association", "",
+                           "A hailstorm in June damaged the barley crop near Ashford,",
+                           "so the mills will ration malting barley until the next harvest.", "",
+                           "Members may order rye and spelt flour as usual."]], dpi=100, font_size=20)
+    with pymupdf.open(stream=report, filetype="pdf") as doc, pymupdf.open(stream=letter, filetype="pdf") as scan:
+        doc.insert_pdf(scan)
+        return doc.tobytes(garbage=3, deflate=True)
 
 
 if __name__ == "__main__":

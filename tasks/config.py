@@ -152,6 +152,9 @@ class OcrConfig(BaseModel):
                                    "is rendered at a lower resolution.")
     repair_spacing: bool = Field(True, description="Split runs of letters the recognizer read without "
                                  "spaces ('recordlevels') into dictionary words (symspellpy).")
+    upside_down: bool = Field(False, description="Run PP-OCR's angle classifier on each line to read text "
+                              "turned upside down; off by default: it turns some upright lines over (measured in "
+                              "bench/ocr.py), and pictures and scans are upright far more often.")
     threads: int = Field(0, ge=0, description="ONNX Runtime threads for the recognizer (0: its default).")
 
 

@@ -22,7 +22,10 @@ from laminae.tasks.embed.runtime import loaded_once
 log = logging.getLogger("laminae.ocr")
 
 ENGINE = "rapidocr-onnxruntime/PP-OCRv4"  # recorded with cached results: another engine reads again
-LETTERS = re.compile(r"[A-Za-z]{10,}")  # shorter runs are left alone: most are words or names
+LETTERS = re.compile(r"[A-Za-z]{10,}")  # shorter runs are words or names, unless the line lost its spaces
+MIDDLE_LETTERS = re.compile(r"(?<![A-Za-z])[A-Za-z]{6,9}(?![A-Za-z])")
+ALNUM = re.compile(r"[^\W_]")
+PUNCT_THEN_WORD = re.compile(r"(?<=[A-Za-z][,;:])(?=[A-Za-z])")  # "Annex:a", "Ashford,so"
 SHORT_WORDS = frozenset({"a", "an", "of", "in", "to", "on", "at", "by", "or", "as", "is"})
 WORD_THEN_NUMBER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,})(?=\d)")  # "rainfall2019"
 NUMBER_THEN_WORD = re.compile(r"(?<=\d)([A-Za-z]{2,})(?![A-Za-z])")  # "1,204mm", "1923harvest"
@@ -62,11 +65,11 @@ def recognizer(cfg: OcrConfig):
 def read_lines(picture, cfg: OcrConfig) -> list[TextLine]:
     """The lines of text in a PIL picture, in reading order, at least ``cfg.min_confidence`` sure."""
     engine = recognizer(cfg)
-    found, _ = engine(picture.convert("RGB"))
+    found, _ = engine(picture.convert("RGB"), use_cls=cfg.upside_down)
     lines = []
     for box, text, score in found or []:
         text = " ".join(str(text).split())
-        if not text or float(score) < cfg.min_confidence:
+        if float(score) < cfg.min_confidence or not ALNUM.search(text):  # "···" read in noise or a texture
             continue
         xs, ys = [p[0] for p in box], [p[1] for p in box]
         if cfg.repair_spacing:
@@ -106,32 +109,38 @@ def _dictionary():
     return speller
 
 
+def _split_run(run: str, speller) -> str:
+    """``run`` split into dictionary words when it is not one itself and every part is (each of
+    three letters or more, or a short function word, one of five or more); else ``run``."""
+    if run.lower() in speller.words:
+        return run
+    parts = speller.word_segmentation(run, max_edit_distance=0).segmented_string.split()
+    if len(parts) < 2 or "".join(parts) != run:
+        return run
+    words = all(p.lower() in speller.words and (len(p) > 2 or p.lower() in SHORT_WORDS) for p in parts)
+    # a name the dictionary lacks splits into short words ("Ken sing ton"); run-together words of a
+    # sentence hold a longer one
+    return " ".join(parts) if words and max(map(len, parts)) >= 5 else run
+
+
 def repair_spacing(text: str) -> str:
-    """``text`` with each run of ten or more letters that is not a word but splits into words (each
-    of three letters or more, or a short function word, one of five or more) split
-    ("Wheatharvestreached" → "Wheat harvest reached"), and a word or unit run into a number parted
-    from it ("rainfall2019" → "rainfall 2019", "1,204mm" → "1,204 mm"); other text is left as it is."""
-    speller = None
-
-    def split(match: re.Match) -> str:
-        nonlocal speller
-        run = match.group(0)
-        speller = speller or _dictionary()
-        if run.lower() in speller.words:
-            return run
-        parts = speller.word_segmentation(run, max_edit_distance=0).segmented_string.split()
-        if len(parts) < 2 or "".join(parts) != run:
-            return run
-        words = all(p.lower() in speller.words and (len(p) > 2 or p.lower() in SHORT_WORDS) for p in parts)
-        # a name the dictionary lacks splits into short words ("Ken sing ton"); run-together words
-        # of a sentence hold a longer one
-        return " ".join(parts) if words and max(map(len, parts)) >= 5 else run
-
-    text = LETTERS.sub(split, text)
-    if speller is None and not (WORD_THEN_NUMBER.search(text) or NUMBER_THEN_WORD.search(text)):
+    """``text`` with runs of letters the recognizer read without their spaces split into words
+    ("Wheatharvestreached" → "Wheat harvest reached"): every run of ten or more letters, and, in a
+    line where such a run was split (the recognizer dropped spaces there), runs of six to nine
+    ("ryebushel"); shorter runs and runs that are words or names are left as they are. A word or
+    unit run into a number is parted from it ("rainfall2019" → "rainfall 2019", "1,204mm" →
+    "1,204 mm"), and a word from the comma, colon or semicolon after the word before it
+    ("Annex:a" → "Annex: a")."""
+    text = PUNCT_THEN_WORD.sub(" ", text)
+    if not (LETTERS.search(text) or WORD_THEN_NUMBER.search(text) or NUMBER_THEN_WORD.search(text)):
         return text
-    words = (speller or _dictionary()).words
-    text = WORD_THEN_NUMBER.sub(lambda m: m.group(1) + " " if m.group(1).lower() in words else m.group(1), text)
+    speller = _dictionary()
+    repaired = LETTERS.sub(lambda m: _split_run(m.group(0), speller), text)
+    if repaired != text:
+        repaired = MIDDLE_LETTERS.sub(lambda m: _split_run(m.group(0), speller), repaired)
+    words = speller.words
+    repaired = WORD_THEN_NUMBER.sub(lambda m: m.group(1) + " " if m.group(1).lower() in words else m.group(1),
+                                    repaired)
     return NUMBER_THEN_WORD.sub(
         lambda m: " " + m.group(1) if m.group(1).lower() in UNITS or (len(m.group(1)) > 2 and m.group(1).lower()
-                                                                      in words) else m.group(1), text)
+                                                                      in words) else m.group(1), repaired)

@@ -612,12 +612,14 @@ class _Scans:
 
     def summary(self, page_count: int, has_text: bool) -> list[str]:
         out = []
-        if self.read_pages:
+        if self.read_pages and has_text:
             out.append(f"ocr_used: {len(self.read_pages)} of the {page_count} pages have no text layer and were "
                        f"read by OCR (pages {_page_list(self.read_pages)})")
-        if self.unread and not has_text:
-            out.append(f"no_text_layer: none of the {page_count} pages has a text layer (a scan?) and they were "
-                       f"not read: {self.reason}; only its images are indexed")
+        if not has_text:
+            why = (f"they were not read: {self.reason}" if self.unread and not self.read_pages
+                   else "OCR found no text on them")
+            out.append(f"no_text_layer: none of the {page_count} pages has a text layer (a scan?) and {why}; "
+                       "only its images are indexed")
         elif self.unread and self.read_pages:
             out.append(f"ocr_skipped: pages {_page_list(self.unread)} have no text layer and were not read: "
                        f"{self.reason}")
@@ -646,19 +648,24 @@ def _render(page, cfg: OcrConfig):
 
 def _scan_blocks(lines: list[TextLine], number: int, scale: float) -> list[_Block]:
     """OCR lines (in reading order) as paragraph blocks in page points: a new block where the gap
-    above a line is wider than 0.8 of a line height, or the line starts above the previous one (a
-    new column)."""
+    above a line is wider than 0.8 of a line height, the line starts above the previous one (a new
+    column) or its type size changes. A line's box height varies with its letters (ascenders,
+    descenders), so lines up to 1.45 times the page's median height count as body text; taller
+    ones keep their own size and can become headings."""
     blocks: list[_Block] = []
+    heights = sorted(line.bbox[3] - line.bbox[1] for line in lines)
+    median = heights[len(heights) // 2] if heights else 0.0
     previous: TextLine | None = None
     for line in lines:
         x0, y0, x1, y1 = (v * scale for v in line.bbox)
-        height = y1 - y0
+        height = line.bbox[3] - line.bbox[1]
+        size = round((height if height > 1.45 * median else median) * scale * 0.75, 1)
         if previous is not None:
             gap = y0 - previous.bbox[3] * scale
-            if gap > 0.8 * height or y0 < previous.bbox[1] * scale - height:
+            if gap > 0.8 * (y1 - y0) or y0 < previous.bbox[1] * scale - (y1 - y0) or size != blocks[-1].size:
                 previous = None
         if previous is None:
-            blocks.append(_Block(number, (x0, y0, x1, y1), size=round(height * 0.75, 1)))
+            blocks.append(_Block(number, (x0, y0, x1, y1), size=size))
         else:
             b = blocks[-1].bbox
             blocks[-1].bbox = (min(b[0], x0), min(b[1], y0), max(b[2], x1), max(b[3], y1))

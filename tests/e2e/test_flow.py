@@ -330,6 +330,12 @@ def test_agent_loop_example_runs_on_the_demo_index(site_index, capsys):
     obj = index.search("person", layer=2, k=1, kinds=["object"])[0]
     crop = index.get([obj.id])[0]["crop"]
     assert crop.startswith(b"\x89PNG")
+    # words only drawn into a picture (the market poster) or scanned (the report's last page) are found
+    poster = index.search("Millbrook harvest fair", layer=2, k=1, kinds=["text"])[0]
+    assert "Millbrook" in poster.text and index.get([poster.id])[0]["crop"].startswith(b"\x89PNG")
+    assert "Millbrook" in index.get([index.parent(poster.id)])[0]["text"]
+    letter = index.search("hailstorm near Ashford", layer=1, k=1, mode="fts")[0]
+    assert letter.extra["url"].endswith("guild-report.pdf") and index.get([letter.id])[0]["page"] == 3
 
 
 def test_follow_links_builds_the_linked_pages(tmp_path, prefect_harness):

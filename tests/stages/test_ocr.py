@@ -36,6 +36,8 @@ def test_spacing_is_repaired_only_where_every_part_is_a_word():
         "batch QX7-2291, Mondragon, Kensington, Hetherington")  # names the dictionary lacks stay whole
     assert repair_spacing("Annualrainfall2019:1,204mm") == "Annual rainfall 2019:1,204 mm"
     assert repair_spacing("the 21st batch, QX7 and A4 in 1923harvest") == "the 21st batch, QX7 and A4 in 1923 harvest"
+    assert repair_spacing("Stonevalley ryebushel river deckvillage") == "Stone valley rye bushel river deck village"
+    assert repair_spacing("Annex:a letter, 12:30, 1,204") == "Annex: a letter, 12:30, 1,204"
     assert repair_spacing("") == ""
 
 
@@ -61,6 +63,7 @@ def test_a_picture_reads_back_its_words_with_boxes():
 def test_an_image_only_pdf_becomes_paragraphs_with_page_and_box():
     rng = random.Random(7)
     first, second = random_lines(rng, 3), random_lines(rng, 3)
+    second[-1] += "."  # the paragraph ends on page 1 (one that does not runs on into page 2)
     body = scanned_pdf([[*first, "", *second], random_lines(rng, 2)])
     parsed = parse_pdf(body, "http://example.test/scan.pdf")
     paragraphs = [c for c in parsed.components if c.kind == "paragraph"]
