@@ -28,6 +28,8 @@ def _print_stats(stats: dict, out=None) -> None:
           f"{stats['links_to_unresolved']} to pages outside it", file=out)
     if stats.get("errors_by_stage"):
         print("errors          " + ", ".join(f"{k} {v}" for k, v in stats["errors_by_stage"].items()), file=out)
+    if stats.get("warnings_by_stage"):
+        print("warnings        " + ", ".join(f"{k} {v}" for k, v in stats["warnings_by_stage"].items()), file=out)
     emb = stats.get("embedder") or {}
     if emb:
         print(f"embedder        {emb.get('model_id')} ({emb.get('dim')}-d, images: {emb.get('image_mode')})", file=out)

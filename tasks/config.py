@@ -152,6 +152,10 @@ class OcrConfig(BaseModel):
                                    "is rendered at a lower resolution.")
     repair_spacing: bool = Field(True, description="Split runs of letters the recognizer read without "
                                  "spaces ('recordlevels') into dictionary words (symspellpy).")
+    detect_side: int = Field(960, ge=320, le=4000, description="Text detection runs on a picture at its own size "
+                             "(rounded to 32) up to this longest side, larger ones scaled down to it; rapidocr's own "
+                             "default scales every picture up to a 736-pixel short side, 5x slower on thumbnails "
+                             "and no better (bench/ocr.py).")
     upside_down: bool = Field(False, description="Run PP-OCR's angle classifier on each line to read text "
                               "turned upside down; off by default: it turns some upright lines over (measured in "
                               "bench/ocr.py), and pictures and scans are upright far more often.")

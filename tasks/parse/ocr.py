@@ -57,9 +57,9 @@ def recognizer(cfg: OcrConfig):
                                  "or set LAMINAE_OCR__ENABLED=false") from None
         logging.getLogger("RapidOCR").setLevel(logging.WARNING)
         options = {"intra_op_num_threads": cfg.threads} if cfg.threads else {}
-        return RapidOCR(**options)
+        return RapidOCR(det_limit_type="max", det_limit_side_len=cfg.detect_side, **options)
 
-    return loaded_once(("rapidocr", ENGINE, "cpu", cfg.threads), load)
+    return loaded_once(("rapidocr", ENGINE, "cpu", cfg.threads, cfg.detect_side), load)
 
 
 def read_lines(picture, cfg: OcrConfig) -> list[TextLine]:
