@@ -641,7 +641,7 @@ def _render(page, cfg: OcrConfig):
 
     points = page.rect.width * page.rect.height
     dpi = min(cfg.render_dpi, int((cfg.max_render_pixels / max(points, 1.0)) ** 0.5 * 72))
-    pix = page.get_pixmap(dpi=max(dpi, 36), alpha=False)
+    pix = page.get_pixmap(dpi=max(dpi, 1), alpha=False)
     picture = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     return picture, page.rect.width / pix.width
 
