@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -49,13 +50,22 @@ class HashingEmbedder:
         raise NotImplementedError("a text embedder")
 
 
+def _peak_rss_kib() -> int:
+    """This process's peak resident set (VmHWM: unlike ru_maxrss, not inherited from the parent
+    that started it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def _child(index: str, dim: int) -> None:
     from laminae.tasks.pipeline import reembed_index
 
     started = time.perf_counter()
     embedded = reembed_index(index, HashingEmbedder(dim))
     seconds = time.perf_counter() - started
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mib = _peak_rss_kib() / 1024
     print(json.dumps({"embedded": embedded, "seconds": round(seconds, 1), "peak_rss_mib": round(peak_mib)}))
 
 
