@@ -534,35 +534,48 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     return report
 
 
-def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack: float) -> int:
+TABLE_BATCH = 10_000  # rows a pass over a whole node table holds at once
+
+
+def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack: float,
+                          batch_rows: int = TABLE_BATCH) -> int:
     """Delete the embedding cache's vectors that no current node was embedded from, once the cache
     holds more than ``(1 + slack)`` × the node count; returns how many were deleted.
 
-    Reads the node tables' texts (and image keys when images are embedded from pixels)."""
+    Reads the node tables' texts (and image keys when images are embedded from pixels) in batches
+    of ``batch_rows``, keeping only the cache keys they were embedded under (a polars column),
+    and the cache's ids; the stale ones are an anti-join of the two."""
     store = IndexStore(index_dir)
     cache = store.table("embeddings")
-    nodes = sum(store.table(name).count_rows() for name in ("documents", "components", "subcomponents"))
+    nodes = sum(store.table(name).count_rows() for name in NODE_TABLES)
     if cache.count_rows() <= (1 + slack) * nodes:
         return 0
-    live: set[str] = set()
-    visual: list[dict] = []
+    images: dict[str, str] = {}
+    if image_mode == "pixels":
+        pictures = _columns(store.table("components"), ["id", "kind", "image_key", "image_mime"]).filter(
+            (pl.col("kind") == "image") & pl.col("image_key").is_not_null()
+            & (pl.col("image_mime").fill_null("") != "image/svg+xml"))
+        images = dict(pictures.select("id", "image_key").iter_rows())
+    live: list[pl.Series] = []
     columns = ["id", "kind", EMBED_FIELD, "search_text", "parent_id", "image_key", "image_mime", "bbox"]
-    for name in ("documents", "components", "subcomponents"):
+    for name in NODE_TABLES:
         tbl = store.table(name)
-        data = tbl.search().select([c for c in columns if c in tbl.schema.names]).limit(None).to_arrow()
-        live.update(cache_key(model_id, embed_text(row)) for row in data.to_pylist())
-        if image_mode == "pixels" and name != "documents":
-            kinds = data.column("kind").to_pylist()
-            visual += data.filter(pa.array([k in ("image", "object") for k in kinds])).to_pylist()
-    _, pixel_rows = split_by_modality(visual, image_mode)
-    live.update(pixel_key(model_id, image_key, bbox) for _, image_key, bbox in pixel_rows)
-    stale = [key for key in cache.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
-             if key not in live]
+        wanted = [c for c in columns if c in tbl.schema.names]
+        for batch in tbl.search().select(wanted).limit(None).to_batches(batch_rows):
+            rows = batch.to_pylist()
+            keys = [cache_key(model_id, embed_text(row)) for row in rows]
+            if image_mode == "pixels" and name != "documents":
+                visual = [row for row in rows if row["kind"] in ("image", "object")]
+                _, pixel_rows = split_by_modality(visual, image_mode, images)
+                keys += [pixel_key(model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
+            live.append(pl.Series("id", keys, pl.String))
+    cached = pl.from_arrow(cache.search().select(["id"]).limit(None).to_arrow())
+    stale = cached.join(pl.concat(live).to_frame().unique(), on="id", how="anti")["id"].to_list() if live \
+        else cached["id"].to_list()
     store.delete_ids("embeddings", stale)
     return len(stale)
 
 
-REEMBED_BATCH = 10_000
 # the columns of a component that its subcomponents' search texts and pixels need, as they are
 # joined onto a subcomponent batch
 PARENT_CONTEXT = {"id": "parent_id", "document_id": "_parent_document", "kind": "_parent_kind",
@@ -570,7 +583,7 @@ PARENT_CONTEXT = {"id": "parent_id", "document_id": "_parent_document", "kind": 
                   "image_key": "_parent_image_key", "image_mime": "_parent_image_mime"}
 
 
-def reembed_index(index_dir: str, embedder, batch_rows: int = REEMBED_BATCH) -> int:
+def reembed_index(index_dir: str, embedder, batch_rows: int = TABLE_BATCH) -> int:
     """Move every node of the index into ``embedder``'s vector space and the current serialization
     (``laminae.tasks.nodes.search_text``); returns how many were embedded.
 

@@ -356,3 +356,28 @@ def test_reembedding_in_batches_embeds_pictures_and_their_objects_from_pixels(tm
         for row in before[name]:
             want = expected[row["id"]] if row["id"] in expected else clip.embed([embed_text(row)])[0]
             assert np.allclose(got[row["id"]], want, atol=1e-5), (name, row["kind"])
+
+
+def test_pruning_the_cache_in_batches_keeps_every_key_a_node_was_embedded_under(tmp_path):
+    from laminae.tasks.embed.embedders import cache_key, pixel_key
+    from laminae.tasks.pipeline import prune_embedding_cache, split_by_modality
+
+    model = "m"
+    store, docs = _stored_pages(tmp_path, HashingEmbedder(4), picture=b"not decoded when pruning")
+    store.table("components").update(where=f"document_id = '{docs[3].document['id']}' AND kind = 'image'",
+                                     values={"image_mime": "image/svg+xml"})  # an SVG: embedded from text
+    names = ("documents", "components", "subcomponents")
+    rows = {name: store.table(name).to_arrow().drop_columns(["vector"]).to_pylist() for name in names}
+    # the reference: every node's text key; pictures and their objects' pixel keys, all rows at once
+    live = {cache_key(model, embed_text(r)) for name in names for r in rows[name]}
+    _, pixels = split_by_modality([r for name in names[1:] for r in rows[name] if r["kind"] in ("image", "object")],
+                                  "pixels")
+    assert len(pixels) == 9  # three pictures and their six objects; the SVG and its objects are text
+    live |= {pixel_key(model, key, bbox) for _, key, bbox in pixels}
+    junk = {cache_key(model, f"a sentence no node holds {i}") for i in range(100)}
+    store.append("embeddings", [{"id": k, "model_id": model, "vector": np.zeros(4, np.float32)}
+                                for k in sorted(live | junk)])
+
+    assert prune_embedding_cache(str(tmp_path), model, "text_proxy", slack=10.0) == 0  # under the slack
+    assert prune_embedding_cache(str(tmp_path), model, "pixels", slack=0.0, batch_rows=3) == len(junk)
+    assert set(store.table("embeddings").to_arrow().column("id").to_pylist()) == live
