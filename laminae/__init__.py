@@ -1,6 +1,7 @@
 """laminae: read a layered component graph index (documents → components → subcomponents).
 
-Imports only pyarrow, lancedb, numpy and ``schemas``; never the builder's heavy stack.
+Imports only pyarrow, lancedb, numpy and ``schemas`` (polars lazily, for ``Index.frame``); never the
+builder's heavy stack.
 """
 
 from laminae.index import Index, IndexOpenError, ReaderArgumentError, UnknownIdError, open_index

@@ -3,8 +3,8 @@
 Reads ``<index>/_manifests/`` (the build manifests), the LanceDB tables at the versions the
 manifest names (so every table is seen as one build left it) and ``raw/`` for image bytes;
 writes nothing. Operations: get/children/parent/document_of/neighbors, ``search`` (dense, full-text,
-hybrid with reciprocal rank fusion), FiF's document- and component-level traversers, and LILaC's
-late-interaction beam search.
+hybrid with reciprocal rank fusion), FiF's document- and component-level traversers, LILaC's
+late-interaction beam search, and ``frame``: a table as a polars LazyFrame (polars imported there only).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
 RRF_K = 60
 FUSION_DEPTH = 100  # candidates each ranked list contributes to a fusion
 COVERAGE_DEPTH = 1000  # at least this many components are read per question term (a tenth of them when more)
+FRAME_BATCH = 65_536  # rows per batch a frame reads
 TERM = re.compile(r"\w+")
 MODES = ("auto", "dense", "fts", "hybrid")
 BOXED_KINDS = ("object", "text")  # subcomponents that are a box of their picture: get() cuts their crop
@@ -107,6 +108,55 @@ class Index:
             tbl.checkout(self.manifest["tables"][name])
             self._tables[name] = tbl
         return self._tables[name]
+
+    def frame(self, layer: int | str = 1, vectors: bool = False, batch_size: int = FRAME_BATCH):
+        """A polars ``LazyFrame`` over one table at this manifest's version, for exploring an index
+        in a notebook: layer 0, 1 or 2 (or ``documents``, ``components``, ``subcomponents``) or
+        ``edges``. Every column of the table but ``vector`` (``vectors=True`` adds it, as
+        ``Array(Float32, dim)``). Nothing is read until the frame is collected; then only the
+        columns the query uses are read, in batches of ``batch_size`` rows, filters applied batch by
+        batch (``collect(engine="streaming")`` keeps no more than a few batches in memory). Needs
+        polars (``pip install 'laminae[frames]'``)."""
+        if layer != "edges":
+            layer = NODE_TABLES[self._frame_layer(layer)]
+        try:
+            import polars as pl
+            from polars.io.plugins import register_io_source
+        except ImportError as exc:
+            raise ImportError(f"Index.frame needs polars: pip install 'laminae[frames]' (or polars>=2.1) ({exc})") \
+                from None
+        tbl = self.table(layer)
+        arrow = tbl.schema
+        if not vectors and "vector" in arrow.names:
+            arrow = arrow.remove(arrow.get_field_index("vector"))
+        schema = pl.from_arrow(arrow.empty_table()).schema
+
+        def scan(with_columns: list[str] | None, predicate, n_rows: int | None, hint: int | None):
+            wanted = list(schema) if with_columns is None else with_columns
+            needed = [*wanted, *(c for c in _root_names(predicate) if c not in wanted)]
+            query = tbl.search().select(needed or list(schema)[:1])
+            query = query.limit(n_rows if n_rows is not None and predicate is None else None)
+            left = n_rows
+            for batch in query.to_batches(batch_size):
+                data = pl.from_arrow(batch)
+                if predicate is not None:
+                    data = data.filter(predicate)
+                data = data.select(wanted)
+                if left is not None:
+                    data = data.head(left)
+                    left -= data.height
+                yield data
+                if left == 0:
+                    return
+
+        return register_io_source(scan, schema=schema)
+
+    @staticmethod
+    def _frame_layer(layer) -> int:
+        if not isinstance(layer, int | str) or isinstance(layer, bool) or layer not in LAYER_NAMES:
+            raise ReaderArgumentError(
+                f"frame() reads layer 0, 1, 2, documents, components, subcomponents or edges; got {layer!r}")
+        return {"documents": 0, "components": 1, "subcomponents": 2}[LAYER_NAMES[layer]]
 
     def stats(self) -> dict:
         """Rows per layer and kind, edges per kind, resolved links, and the build's run summary."""
@@ -636,6 +686,11 @@ class Index:
             edges=[(str(comps.ids[u]), str(comps.ids[v]), s) for (u, v), s in ranked_edges],
             components=hits,
         )
+
+
+def _root_names(predicate) -> list[str]:
+    """The columns a polars expression reads (none for no expression)."""
+    return [] if predicate is None else predicate.meta.root_names()
 
 
 def _check_direction(direction: str) -> None:

@@ -3,7 +3,9 @@ embed documents), run in order over one batch of fetched pages, then ``write_bat
 
 Reads fetch results (raw bodies from the raw store) and the index's stored vectors; writes the
 batch's documents, components, subcomponents, edges, fetches and errors into the index. Bad input
-becomes ``errors`` rows; nothing here raises for a broken page. Prefect-free: ``flows/`` wraps it.
+becomes ``errors`` rows; nothing here raises for a broken page. ``reembed_index`` moves a whole
+index to another embedder or serialization, streaming each node table through in batches.
+Prefect-free: ``flows/`` wraps it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
 from laminae.schemas.ids import digest, node_id
 from laminae.schemas.pictures import load_image
+from laminae.schemas.tables import NODE_TABLES, table_schemas
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
 from laminae.tasks.crawl.pictures import attach_images
@@ -42,7 +46,14 @@ from laminae.tasks.nodes.objects import (
     resolve_weights,
     worth_detecting,
 )
-from laminae.tasks.nodes.search_text import EMBED_FIELD, SERIALIZATION, embed_text, serialize_document
+from laminae.tasks.nodes.search_text import (
+    EMBED_FIELD,
+    SERIALIZATION,
+    component_search_text,
+    embed_text,
+    serialize_document,
+    subcomponent_search_text,
+)
 from laminae.tasks.nodes.summaries import endpoint_summaries, extractive_summary, seq2seq_summaries
 from laminae.tasks.parse.pages import duplicate_row, error_row, parse_documents
 from laminae.tasks.report import progress
@@ -198,12 +209,17 @@ def _detect_all(detector: Detector, loaded: list[tuple[list[dict], object]], run
     return out
 
 
-def split_by_modality(nodes: list[dict], image_mode: str) -> tuple[list[dict], list[tuple[dict, str, list | None]]]:
-    """Rows embedded from text, and (row, image_key, bbox) of images and crops embedded from pixels."""
+def split_by_modality(nodes: list[dict], image_mode: str, images: dict[str, str] | None = None
+                      ) -> tuple[list[dict], list[tuple[dict, str, list | None]]]:
+    """Rows embedded from text, and (row, image_key, bbox) of images and crops embedded from pixels.
+
+    ``images``: image component id → image key of pictures not among ``nodes`` (the parents of
+    the objects in them)."""
     if image_mode != "pixels":
         return nodes, []
     keys = {n["id"]: n["image_key"] for n in nodes
             if n["kind"] == "image" and n.get("image_key") and n.get("image_mime") != "image/svg+xml"}
+    keys.update(images or {})
     text_rows, pixel_rows = [], []
     for node in nodes:
         if node["kind"] == "image" and node["id"] in keys:
@@ -518,76 +534,171 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     return report
 
 
-def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack: float) -> int:
+TABLE_BATCH = 10_000  # rows a pass over a whole node table holds at once
+
+
+def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack: float,
+                          batch_rows: int = TABLE_BATCH) -> int:
     """Delete the embedding cache's vectors that no current node was embedded from, once the cache
     holds more than ``(1 + slack)`` × the node count; returns how many were deleted.
 
-    Reads the node tables' texts (and image keys when images are embedded from pixels)."""
+    Reads the node tables' texts (and image keys when images are embedded from pixels) in batches
+    of ``batch_rows``, keeping only the cache keys they were embedded under (a polars column),
+    and the cache's ids; the stale ones are an anti-join of the two."""
     store = IndexStore(index_dir)
     cache = store.table("embeddings")
-    nodes = sum(store.table(name).count_rows() for name in ("documents", "components", "subcomponents"))
+    nodes = sum(store.table(name).count_rows() for name in NODE_TABLES)
     if cache.count_rows() <= (1 + slack) * nodes:
         return 0
-    live: set[str] = set()
-    visual: list[dict] = []
+    images: dict[str, str] = {}
+    if image_mode == "pixels":
+        pictures = _columns(store.table("components"), ["id", "kind", "image_key", "image_mime"]).filter(
+            (pl.col("kind") == "image") & pl.col("image_key").is_not_null()
+            & (pl.col("image_mime").fill_null("") != "image/svg+xml"))
+        images = dict(pictures.select("id", "image_key").iter_rows())
+    live: list[pl.Series] = []
     columns = ["id", "kind", EMBED_FIELD, "search_text", "parent_id", "image_key", "image_mime", "bbox"]
-    for name in ("documents", "components", "subcomponents"):
+    for name in NODE_TABLES:
         tbl = store.table(name)
-        data = tbl.search().select([c for c in columns if c in tbl.schema.names]).limit(None).to_arrow()
-        live.update(cache_key(model_id, embed_text(row)) for row in data.to_pylist())
-        if image_mode == "pixels" and name != "documents":
-            kinds = data.column("kind").to_pylist()
-            visual += data.filter(pa.array([k in ("image", "object") for k in kinds])).to_pylist()
-    _, pixel_rows = split_by_modality(visual, image_mode)
-    live.update(pixel_key(model_id, image_key, bbox) for _, image_key, bbox in pixel_rows)
-    stale = [key for key in cache.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
-             if key not in live]
+        wanted = [c for c in columns if c in tbl.schema.names]
+        for batch in tbl.search().select(wanted).limit(None).to_batches(batch_rows):
+            rows = batch.to_pylist()
+            keys = [cache_key(model_id, embed_text(row)) for row in rows]
+            if image_mode == "pixels" and name != "documents":
+                visual = [row for row in rows if row["kind"] in ("image", "object")]
+                _, pixel_rows = split_by_modality(visual, image_mode, images)
+                keys += [pixel_key(model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
+            live.append(pl.Series("id", keys, pl.String))
+    cached = pl.from_arrow(cache.search().select(["id"]).limit(None).to_arrow())
+    stale = cached.join(pl.concat(live).to_frame().unique(), on="id", how="anti")["id"].to_list() if live \
+        else cached["id"].to_list()
     store.delete_ids("embeddings", stale)
     return len(stale)
 
 
-def reembed_index(index_dir: str, embedder) -> int:
+# the columns of a component that its subcomponents' search texts and pixels need, as they are
+# joined onto a subcomponent batch
+PARENT_CONTEXT = {"id": "parent_id", "document_id": "_parent_document", "kind": "_parent_kind",
+                  "section_path": "_parent_section_path", "caption": "_parent_caption",
+                  "image_key": "_parent_image_key", "image_mime": "_parent_image_mime"}
+
+
+def reembed_index(index_dir: str, embedder, batch_rows: int = TABLE_BATCH) -> int:
     """Move every node of the index into ``embedder``'s vector space and the current serialization
     (``laminae.tasks.nodes.search_text``); returns how many were embedded.
 
     Each node table is rewritten whole with the new search texts and vectors (a new table version:
     readers pinned to older manifests keep the old space) and the index metadata names the new
-    model and serialization. Moving to another model empties the embedding cache; a move to
-    another serialization under the same model embeds only texts the cache lacks. Re-running
-    after a crash starts over and converges.
+    model and serialization. The tables are streamed: ``batch_rows`` rows at a time are read,
+    serialized, embedded (their new vectors added to the embedding cache) and handed to the
+    table's writer, which commits the new version once the last batch is in; only the context a
+    node's search text needs (document titles; components' kind, section path, caption and
+    picture) is held whole, as columns. Moving to another model empties the embedding cache first;
+    a move to another serialization under the same model embeds only texts the cache lacks.
+    Re-running after a crash starts over and converges.
     """
-    from laminae.schemas.tables import table_schemas
-
     store = IndexStore(index_dir)
     raw = RawStore(index_dir)
     schemas = table_schemas(embedder.dim)
-    tables = {name: store.table(name).to_arrow() for name in ("documents", "components", "subcomponents")}
-    rows = {name: data.drop_columns(["vector"]).to_pylist() for name, data in tables.items()}
-    _serialize_all(rows)
-    text_rows, pixel_rows = split_by_modality(rows["components"] + rows["subcomponents"], embedder.image_mode)
     same_model = ((store.metadata() or {}).get("embedder") or {}).get("model_id") == embedder.model_id
-    known: dict = {}
-    if same_model:
-        known = store.cached_vectors([cache_key(embedder.model_id, embed_text(r)) for r in text_rows + rows["documents"]]
-                                     + [pixel_key(embedder.model_id, key, bbox) for _, key, bbox in pixel_rows])
-    new = embed_rows(text_rows + rows["documents"], embedder, known)
-    new.update(embed_pixels(pixel_rows, embedder, known, raw.get))
-    for name, data in rows.items():
-        store.db.create_table(name, data=pa.Table.from_pylist(data, schema=schemas[name]), mode="overwrite")
+    titles = _columns(store.table("documents"), ["id", "title"]).unique("id", keep="last", maintain_order=True)
+    parents = _columns(store.table("components"), list(PARENT_CONTEXT)).rename(PARENT_CONTEXT).unique(
+        "parent_id", keep="last", maintain_order=True)
+    # keys this run wrote to an emptied cache: only they can be found there, so other keys are not
+    # looked up (a lookup scans the cache; about 100 bytes a node, against 1.5 kB for its vector)
+    written: set[str] | None = None
     if not same_model:
         store.db.create_table("embeddings", schema=schemas["embeddings"], mode="overwrite")
-    store.upsert("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v} for k, v in new.items()])
+        written = set()
+    embedded = 0
+    for name in NODE_TABLES:
+        old = store.table(name)
+        columns = [c for c in old.schema.names if c != "vector"]
+        schema = schemas[name]
+
+        def batches(old=old, columns=columns, name=name, schema=schema):
+            nonlocal embedded
+            for batch in old.search().select(columns).limit(None).to_batches(batch_rows):
+                data = _with_search_text(name, pl.from_arrow(batch), titles, parents)
+                vectors, new = _embed_stored(data, embedder, store, raw, written)
+                store.append("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v}
+                                            for k, v in new.items()])
+                embedded += len(new)
+                yield _stored_batch(data.drop([c for c in data.columns if c.startswith("_")]), vectors, schema)
+
+        store.db.create_table(name, data=pa.RecordBatchReader.from_batches(schema, batches()), mode="overwrite")
     store.remember(embedder=embedder.info.as_metadata(), serialization=SERIALIZATION)
-    return len(new)
+    return embedded
 
 
-def _serialize_all(rows: dict[str, list[dict]]) -> None:
-    """Set ``search_text`` on every stored node row (grouped by document)."""
-    comps: dict[str, list[dict]] = {}
-    subs: dict[str, list[dict]] = {}
-    for comp in rows["components"]:
-        comps.setdefault(comp["document_id"], []).append(comp)
-    for sub in rows["subcomponents"]:
-        subs.setdefault(sub["document_id"], []).append(sub)
-    for document in rows["documents"]:
-        serialize_document(document, comps.get(document["id"], []), subs.get(document["id"], []))
+def _columns(tbl, columns: list[str]) -> pl.DataFrame:
+    """These columns of a table, whole (nulls for a column it lacks: an older index)."""
+    have = [c for c in columns if c in tbl.schema.names]
+    data = pl.from_arrow(tbl.search().select(have).limit(None).to_arrow())
+    return data.with_columns(pl.lit(None).alias(c) for c in columns if c not in have).select(columns)
+
+
+def _with_search_text(name: str, data: pl.DataFrame, titles: pl.DataFrame, parents: pl.DataFrame) -> pl.DataFrame:
+    """A batch of stored node rows with ``search_text`` set as ``serialize_document`` sets it (a
+    node whose document is gone keeps the one it has), and for subcomponents their parent's kind
+    and picture (``_parent_*``)."""
+    if "search_text" not in data.columns:
+        data = data.with_columns(pl.lit(None, pl.String).alias("search_text"))
+    if name == "documents":
+        return data.with_columns(pl.col("text").alias("search_text"))
+    data = data.join(titles.rename({"id": "document_id", "title": "_title"}).with_columns(_document=True),
+                     on="document_id", how="left", maintain_order="left")
+    if name == "components":
+        texts = [component_search_text({"section_path": path, "text": text}, title) if known else stored
+                 for path, text, title, known, stored in data.select(
+                     "section_path", "text", "_title", "_document", "search_text").iter_rows()]
+    else:
+        data = data.join(parents, on="parent_id", how="left", maintain_order="left")
+        texts = [(subcomponent_search_text({"kind": kind, "text": text},
+                                           {"kind": p_kind, "section_path": p_path, "caption": p_caption}, title)
+                  if p_doc == doc else text) if known else stored
+                 for kind, text, doc, title, known, stored, p_doc, p_kind, p_path, p_caption in data.select(
+                     "kind", "text", "document_id", "_title", "_document", "search_text", "_parent_document",
+                     "_parent_kind", "_parent_section_path", "_parent_caption").iter_rows()]
+    return data.with_columns(pl.Series("search_text", texts, pl.String))
+
+
+def _embed_stored(data: pl.DataFrame, embedder, store: IndexStore, raw: RawStore,
+                  written: set[str] | None) -> tuple[np.ndarray, dict]:
+    """Vectors of a batch of node rows, in order, from the embedding cache or ``embedder``; and
+    the new ones by cache key. ``written``: when not None, the only keys the cache can hold
+    (extended with the new ones)."""
+    fields = [c for c in ("id", "kind", "text", "search_text", "parent_id", "image_key", "image_mime", "bbox")
+              if c in data.columns]
+    rows = data.select(fields).to_dicts()
+    images = {}
+    if embedder.image_mode == "pixels" and "_parent_image_key" in data.columns:
+        pictures = data.filter((pl.col("kind") == "object") & (pl.col("_parent_kind") == "image")
+                               & pl.col("_parent_image_key").is_not_null()
+                               & (pl.col("_parent_image_mime").fill_null("") != "image/svg+xml"))
+        images = dict(pictures.select("parent_id", "_parent_image_key").iter_rows())
+    text_rows, pixel_rows = split_by_modality(rows, embedder.image_mode, images)
+    keys = ([cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
+            + [pixel_key(embedder.model_id, key, bbox) for _, key, bbox in pixel_rows])
+    known = store.cached_vectors(keys if written is None else [k for k in keys if k in written])
+    new = embed_rows(text_rows, embedder, known)
+    new.update(embed_pixels(pixel_rows, embedder, known, raw.get))
+    if written is not None:
+        written.update(new)
+    vectors = np.stack([r["vector"] for r in rows]) if rows else np.zeros((0, embedder.dim), np.float32)
+    return vectors.astype(np.float32, copy=False), new
+
+
+def _stored_batch(data: pl.DataFrame, vectors: np.ndarray, schema: pa.Schema) -> pa.RecordBatch:
+    """A batch in the table's schema: its columns, the new vectors, nulls for a column it lacks."""
+    table = data.to_arrow()
+    arrays = []
+    for f in schema:
+        if f.name == "vector":
+            arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()),
+                                                            vectors.shape[1] if vectors.ndim == 2 else 0))
+        elif f.name in table.column_names:
+            arrays.append(table.column(f.name).combine_chunks().cast(f.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -3,18 +3,18 @@
 Reads an index directory (its published tables and the ``runs`` table); ``write_report`` writes
 one HTML file (default ``<index>/report.html``) with inline SVG charts and no scripts or external
 files: nodes per layer and kind, time per stage, throughput, errors by type, the largest
-documents, the link graph's degree distribution, and the run history. ``run_markdown`` renders a
-run summary for the Prefect artifact.
+documents, the link graph's degree distribution, and the run history (the aggregations over the
+published tables run in polars, lazily, over ``Index.frame``). ``run_markdown`` renders a run
+summary for the Prefect artifact.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow.compute as pc
+import polars as pl
 
 from laminae.schemas.storage import IndexFiles, storage_options
 
@@ -70,15 +70,30 @@ def _columns(tbl, columns: list[str]):
     return tbl.search().select(columns).limit(None).to_arrow()
 
 
-def _degree_histogram(values: list[int]) -> list[tuple[str, float]]:
+def _degree_histogram(degrees: pl.Series) -> list[tuple[str, float]]:
+    """Documents per bucket of link degree (``DEGREE_BUCKETS``), empty buckets at the end left out."""
     out = []
     for low, high in DEGREE_BUCKETS:
-        n = sum(1 for v in values if v >= low and (high is None or v <= high))
+        inside = degrees >= low if high is None else (degrees >= low) & (degrees <= high)
         label = f"{low}" if low == high else (f"{low}+" if high is None else f"{low}–{high}")
-        out.append((f"{label} links", float(n)))
+        out.append((f"{label} links", float(inside.sum())))
     while out and out[-1][1] == 0:
         out.pop()
     return out
+
+
+def _link_degrees(opened) -> tuple[pl.Series, pl.Series]:
+    """Out- and in-degree of every document along resolved links to other documents (a pair of
+    documents counts once), aggregated by polars over the pinned tables."""
+    pairs = (opened.frame("edges").filter((pl.col("kind") == "links_to") & pl.col("resolved"))
+             .select(src="document_id", dst="dst_id").unique().filter(pl.col("src") != pl.col("dst")))
+    ids = opened.frame(0).select("id")
+    degrees = []
+    for end in ("src", "dst"):
+        per_document = pairs.group_by(end).agg(pl.len().alias("n"))
+        degrees.append(ids.join(per_document, left_on="id", right_on=end, how="left")
+                       .select(pl.col("n").fill_null(0)).collect()["n"])
+    return degrees[0], degrees[1]
 
 
 def gather(index: str) -> dict:
@@ -98,10 +113,11 @@ def gather(index: str) -> dict:
     last = runs[-1] if runs else None
     errors_tbl = db.open_table("errors")  # the latest rows: a failed run publishes no manifest
     if last and errors_tbl.count_rows():
-        rows = errors_tbl.search().where(f"run_id = '{last['id']}'").select(
-            ["stage", "reason", "severity"]).limit(None).to_arrow().to_pylist()
-        data["errors"] = sorted(Counter((r["severity"], r["stage"], r["reason"]) for r in rows).items(),
-                                key=lambda kv: (kv[0][0] != "error", -kv[1]))
+        rows = pl.from_arrow(errors_tbl.search().where(f"run_id = '{last['id']}'").select(
+            ["stage", "reason", "severity"]).limit(None).to_arrow())
+        counts = (rows.group_by("severity", "stage", "reason").agg(pl.len().alias("n"))
+                  .sort(pl.col("severity") != "error", "n", "stage", "reason", descending=[False, True, False, False]))
+        data["errors"] = [((sev, st, rs), n) for sev, st, rs, n in counts.iter_rows()]
     try:
         opened = laminae.open(index)
     except Exception as exc:  # no build has published yet: the history alone is still worth showing
@@ -109,23 +125,14 @@ def gather(index: str) -> dict:
         return data
     data["stats"] = opened.stats()
     data["manifest_version"] = opened.version
-    docs = _columns(opened.table("documents"), ["id", "kind", "title", "url", "n_components", "n_subcomponents"])
-    data["documents_by_kind"] = dict(Counter(docs.column("kind").to_pylist())) if docs is not None else {}
-    largest = []
-    if docs is not None:
-        order = pc.sort_indices(docs, sort_keys=[("n_subcomponents", "descending"), ("id", "ascending")])
-        largest = docs.take(order.slice(0, 10)).to_pylist()
-    data["largest"] = largest
-    edges = opened.table("edges")
-    links = edges.search().where("kind = 'links_to' AND resolved = true").select(
-        ["document_id", "dst_id"]).limit(None).to_arrow() if edges.count_rows("kind = 'links_to'") else None
-    ids = docs.column("id").to_pylist() if docs is not None else []
-    pairs = set(zip(links.column("document_id").to_pylist(), links.column("dst_id").to_pylist(), strict=True)) \
-        if links is not None else set()
-    out_deg = Counter(src for src, dst in pairs if src != dst)
-    in_deg = Counter(dst for src, dst in pairs if src != dst)
-    data["out_degree"] = [out_deg.get(i, 0) for i in ids]
-    data["in_degree"] = [in_deg.get(i, 0) for i in ids]
+    docs = opened.frame(0)
+    data["documents_by_kind"] = dict(docs.group_by("kind").agg(pl.len()).sort("kind").collect().iter_rows())
+    data["largest"] = (docs.select("id", "kind", "title", "url", "n_components", "n_subcomponents")
+                       .sort("n_subcomponents", "id", descending=[True, False], nulls_last=True)
+                       .head(10).collect().to_dicts())
+    out_degree, in_degree = _link_degrees(opened)
+    data["out_degree"] = _degree_histogram(out_degree)  # documents per bucket of degree
+    data["in_degree"] = _degree_histogram(in_degree)
     return data
 
 
@@ -152,8 +159,8 @@ def render(data: dict) -> str:
         charts["largest"] = bar_chart("Subcomponents per document (top 10)",
                                       [(d["title"] or d["url"], float(d["n_subcomponents"] or 0)) for d in data["largest"]],
                                       COLORS["size"])
-        charts["out_degree"] = bar_chart("Out-degree", _degree_histogram(data["out_degree"]), COLORS["out"])
-        charts["in_degree"] = bar_chart("In-degree", _degree_histogram(data["in_degree"]), COLORS["in"])
+        charts["out_degree"] = bar_chart("Out-degree", data["out_degree"], COLORS["out"])
+        charts["in_degree"] = bar_chart("In-degree", data["in_degree"], COLORS["in"])
     if last:
         charts["seconds"] = bar_chart("Seconds per stage", sorted(seconds.items(), key=lambda kv: -kv[1]),
                                       COLORS["time"], " s", 2)

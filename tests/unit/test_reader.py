@@ -252,3 +252,86 @@ def test_blocked_scan_matches_the_matrix_product(block, n_queries):
     got = similarities(vectors, queries, block=block)
     assert got.shape == (100, n_queries)
     assert np.allclose(got, vectors @ queries.T, atol=1e-5)
+
+
+def _sorted_rows(table) -> list[dict]:
+    return sorted(table.to_pylist(), key=lambda r: r["id"])
+
+
+def test_a_frame_holds_the_rows_of_its_pinned_version(tmp_path):
+    import polars as pl
+
+    from laminae.tasks.storage.index_store import IndexStore
+
+    make_synthetic_index(str(tmp_path), documents=6, components_per_document=3, subcomponents_per_component=2,
+                         dim=8, seed=1)
+    before = laminae.open(str(tmp_path))
+    expected = {name: _sorted_rows(before.table(name).to_arrow().drop_columns(["vector"]))
+                for name in ("documents", "components", "subcomponents")}
+    expected["edges"] = _sorted_rows(before.table("edges").to_arrow())
+    frames = {name: before.frame(layer) for name, layer in
+              (("documents", 0), ("components", "components"), ("subcomponents", 2), ("edges", "edges"))}
+    assert all(isinstance(f, pl.LazyFrame) for f in frames.values())
+    # a second build, and a document deleted: the frames made before still read the old version
+    make_synthetic_index(str(tmp_path), documents=4, components_per_document=3, subcomponents_per_component=2,
+                         dim=8, seed=2)
+    store = IndexStore(str(tmp_path))
+    gone = expected["documents"][0]["id"]
+    store.delete_documents([gone])
+    store.publish("test", {})
+    for name, lazy in frames.items():
+        got = sorted(lazy.collect().to_dicts(), key=lambda r: r["id"])
+        assert got == expected[name] and got, name
+    assert before.frame(1).select(pl.len()).collect().item() == 18
+    after = laminae.open(str(tmp_path))
+    now = after.frame("documents").select("id").collect()["id"].to_list()
+    assert len(now) == 9 and gone not in now and gone in {r["id"] for r in expected["documents"]}
+    assert sorted(after.frame(2).select("id").collect()["id"].to_list()) == \
+        sorted(after.table("subcomponents").to_arrow().column("id").to_pylist())
+
+
+def test_frame_filters_and_groups_lazily(small):
+    import polars as pl
+
+    index, t = small
+    rows = [s for s in t["subcomponents"] if s["kind"] == "row"]
+    per_doc: dict[str, int] = {}
+    for s in rows:
+        per_doc[s["document_id"]] = per_doc.get(s["document_id"], 0) + 1
+    query = (index.frame("subcomponents").filter(pl.col("kind") == "row")
+             .group_by("document_id").agg(pl.len().alias("rows")).sort("document_id"))
+    for engine in ("auto", "streaming"):
+        got = query.collect(engine=engine)
+        assert dict(zip(got["document_id"].to_list(), got["rows"].to_list(), strict=True)) == per_doc
+    # a join of two layers: each component's kind beside its subcomponents' count
+    subs = index.frame(2).group_by("parent_id").agg(pl.len().alias("n"))
+    joined = index.frame(1).join(subs, left_on="id", right_on="parent_id").select("id", "kind", "n").collect()
+    assert joined.height == len(t["components"])
+    assert set(joined["n"].to_list()) == {4}
+    # a filter on a column that is not selected, and a row limit
+    first = index.frame(2, batch_size=7).filter(pl.col("kind") == "sentence").select("text").head(9).collect()
+    sentences = [s["text"] for s in t["subcomponents"] if s["kind"] == "sentence"]
+    assert first.columns == ["text"] and first.height == 9 and set(first["text"].to_list()) <= set(sentences)
+
+
+def test_frame_vectors_only_when_asked(small):
+    index, t = small
+    assert "vector" not in index.frame(1).collect_schema().names()
+    assert "vector" not in index.frame(1).collect().columns
+    with_vectors = index.frame(1, vectors=True).select("id", "vector").collect()
+    got = dict(zip(with_vectors["id"].to_list(), with_vectors["vector"].to_numpy(), strict=True))
+    expected = _vec(t["components"])
+    assert got.keys() == expected.keys()
+    assert all(np.array_equal(got[i], expected[i]) for i in expected)
+
+
+def test_frame_rejects_a_bad_layer_and_says_what_to_install(small, monkeypatch):
+    import sys
+
+    index, _ = small
+    for bad in (3, "edge", "fetches", True, None):
+        with pytest.raises(laminae.ReaderArgumentError, match="0, 1, 2, documents, components, subcomponents or edges"):
+            index.frame(bad)
+    monkeypatch.setitem(sys.modules, "polars", None)  # as without polars installed
+    with pytest.raises(ImportError, match=r"laminae\[frames\]"):
+        index.frame(1)

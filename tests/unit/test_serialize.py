@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import laminae
+from bench.reembed import HashingEmbedder
 from bench.synthetic import make_synthetic_index
 from laminae.index import RRF_K, rrf
 from laminae.schemas import document_id
@@ -247,3 +248,136 @@ def test_an_index_of_the_previous_serialization_refreshes_into_the_current_one(s
     assert "search_text" not in old.table("subcomponents").schema.names
     again = refresh_index(index=index)
     assert again["embedded"] == 0
+
+
+def _stored_pages(path, embedder, picture: bytes | None = None):
+    """Four pages like PAGE (one title each) written into a new index at ``path``; with ``picture``,
+    their images show it and hold two detected objects each."""
+    from laminae.tasks.embed.embedders import embed_rows
+    from laminae.tasks.storage.index_store import IndexStore
+    from laminae.tasks.storage.rawstore import RawStore
+
+    store = IndexStore(path)
+    store.prepare(embedder.info.as_metadata())
+    docs = []
+    for i, title in enumerate((b"1969 NFL Draft", b"1970 NFL Draft", b"Rye bread", b"Baguettes")):
+        url = f"http://t.test/{i}"
+        fetch = FetchResult(url=url, final_url=url, raw_key="k", content_type="text/html")
+        docs.append(build_nodes(parse_html(PAGE.replace(b"1969 NFL Draft", title), url), document_id(url), fetch,
+                                ParseConfig()))
+        if picture is not None:
+            image = next(c for c in docs[-1].components if c["kind"] == "image")
+            image.update(image_key=RawStore(path).put(picture), image_mime="image/png")
+            found = [("person", 0.9, [1.0 + i, 2.0, 30.0, 40.0]), ("dog", 0.8, [10.0, 12.0, 50.0, 44.0 - i])]
+            objects, _ = object_rows(image, found, 64, 48, lambda kind, content: f"o-{content}")
+            docs[-1].subcomponents.extend(objects)
+    rows = [r for d in docs for r in (d.document, *d.components, *d.subcomponents)]
+    if picture is None:
+        embed_rows(rows, embedder, {})
+    else:
+        for row in rows:
+            row["vector"] = np.ones(embedder.dim, np.float32) / np.sqrt(embedder.dim)
+    store.replace_documents({"documents": [d.document for d in docs],
+                             "components": [c for d in docs for c in d.components],
+                             "subcomponents": [s for d in docs for s in d.subcomponents],
+                             "edges": [e for d in docs for e in d.edges]}, [d.document["id"] for d in docs])
+    return store, docs
+
+
+def test_reembedding_streams_each_table_in_batches_as_whole_documents_serialize(tmp_path):
+    from laminae.tasks.embed.embedders import cache_key
+    from laminae.tasks.pipeline import reembed_index
+
+    old, new = HashingEmbedder(4), HashingEmbedder(8)
+    store, docs = _stored_pages(tmp_path, old)
+    names = ("documents", "components", "subcomponents")
+    for name in names:
+        store.table(name).update(values={"search_text": "stale"})
+    orphaned = docs[3].document["id"]  # a document row gone: its nodes keep the search text they have
+    store.table("documents").delete(f"id = '{orphaned}'")
+    before = {name: store.table(name).to_arrow().drop_columns(["vector"]).to_pylist() for name in names}
+    versions = {name: store.table(name).version for name in names}
+    # the reference: the whole tables as rows, serialized document by document
+    for document in before["documents"]:
+        serialize_document(document, [c for c in before["components"] if c["document_id"] == document["id"]],
+                           [s for s in before["subcomponents"] if s["document_id"] == document["id"]])
+    texts = {name: [embed_text(r) for r in rows] for name, rows in before.items()}
+    distinct = {t for rows in texts.values() for t in rows}
+    assert len(distinct) < sum(len(rows) for rows in texts.values())  # texts repeat across batches
+
+    assert reembed_index(str(tmp_path), new, batch_rows=3) == len(distinct)
+    for name in names:
+        tbl = store.table(name)
+        assert tbl.version == versions[name] + 1  # one commit per table: a crash leaves the old one whole
+        data = tbl.to_arrow()
+        assert data.drop_columns(["vector"]).to_pylist() == before[name]
+        stale = [r["id"] for r in before[name] if r["search_text"] == "stale"]
+        assert bool(stale) == (name != "documents") and all(
+            r["document_id"] == orphaned for r in before[name] if r["id"] in stale)
+        vectors = np.stack(data.column("vector").to_numpy(zero_copy_only=False))
+        assert np.allclose(vectors, new.embed(texts[name]), atol=1e-6)
+    cached = store.table("embeddings").to_arrow().column("id").to_pylist()
+    assert sorted(cached) == sorted(cache_key(new.model_id, t) for t in distinct)
+    assert store.metadata()["embedder"] == new.info.as_metadata()
+    # under the same model, everything comes from the cache
+    assert reembed_index(str(tmp_path), new, batch_rows=5) == 0
+    assert store.table("components").to_arrow().drop_columns(["vector"]).to_pylist() == before["components"]
+
+
+def test_reembedding_in_batches_embeds_pictures_and_their_objects_from_pixels(tmp_path, tiny_clip):
+    import io
+
+    from PIL import Image
+
+    from laminae.schemas.pictures import crop, load_image
+    from laminae.tasks.config import EmbedConfig
+    from laminae.tasks.embed.embedders import load_embedder
+    from laminae.tasks.pipeline import reembed_index, split_by_modality
+    from laminae.tasks.storage.rawstore import RawStore
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(buffer, "PNG")
+    picture = buffer.getvalue()
+    clip = load_embedder(EmbedConfig(model=tiny_clip, device="cpu", threads=1))
+    store, _ = _stored_pages(tmp_path, HashingEmbedder(4), picture)
+    names = ("documents", "components", "subcomponents")
+    before = {name: store.table(name).to_arrow().drop_columns(["vector"]).to_pylist() for name in names}
+    _, pixels = split_by_modality(before["components"] + before["subcomponents"], "pixels")
+    assert sorted(r["kind"] for r, _, _ in pixels) == ["image"] * 4 + ["object"] * 8
+    raw = RawStore(tmp_path)
+    expected = dict(zip([r["id"] for r, _, _ in pixels], clip.embed_images(
+        [crop(raw.get(key), bbox) if bbox else load_image(raw.get(key)) for _, key, bbox in pixels]), strict=True))
+
+    reembed_index(str(tmp_path), clip, batch_rows=4)  # objects and their pictures land in other batches
+    for name in ("components", "subcomponents"):
+        data = store.table(name).to_arrow()
+        got = dict(zip(data.column("id").to_pylist(), data.column("vector").to_numpy(zero_copy_only=False),
+                       strict=True))
+        for row in before[name]:
+            want = expected[row["id"]] if row["id"] in expected else clip.embed([embed_text(row)])[0]
+            assert np.allclose(got[row["id"]], want, atol=1e-5), (name, row["kind"])
+
+
+def test_pruning_the_cache_in_batches_keeps_every_key_a_node_was_embedded_under(tmp_path):
+    from laminae.tasks.embed.embedders import cache_key, pixel_key
+    from laminae.tasks.pipeline import prune_embedding_cache, split_by_modality
+
+    model = "m"
+    store, docs = _stored_pages(tmp_path, HashingEmbedder(4), picture=b"not decoded when pruning")
+    store.table("components").update(where=f"document_id = '{docs[3].document['id']}' AND kind = 'image'",
+                                     values={"image_mime": "image/svg+xml"})  # an SVG: embedded from text
+    names = ("documents", "components", "subcomponents")
+    rows = {name: store.table(name).to_arrow().drop_columns(["vector"]).to_pylist() for name in names}
+    # the reference: every node's text key; pictures and their objects' pixel keys, all rows at once
+    live = {cache_key(model, embed_text(r)) for name in names for r in rows[name]}
+    _, pixels = split_by_modality([r for name in names[1:] for r in rows[name] if r["kind"] in ("image", "object")],
+                                  "pixels")
+    assert len(pixels) == 9  # three pictures and their six objects; the SVG and its objects are text
+    live |= {pixel_key(model, key, bbox) for _, key, bbox in pixels}
+    junk = {cache_key(model, f"a sentence no node holds {i}") for i in range(100)}
+    store.append("embeddings", [{"id": k, "model_id": model, "vector": np.zeros(4, np.float32)}
+                                for k in sorted(live | junk)])
+
+    assert prune_embedding_cache(str(tmp_path), model, "text_proxy", slack=10.0) == 0  # under the slack
+    assert prune_embedding_cache(str(tmp_path), model, "pixels", slack=0.0, batch_rows=3) == len(junk)
+    assert set(store.table("embeddings").to_arrow().column("id").to_pylist()) == live
