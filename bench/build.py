@@ -5,8 +5,9 @@ folders of ``*.html`` files (``--pages DIR``, repeatable) and/or the 258 real-wo
 npm package ``htmlparser-benchmark``; serves them on 127.0.0.1 and runs the ``build_index`` flow in
 a fresh process into a temporary index. Prints pages/s, nodes/s, seconds per stage (with each
 stage's share), the build's peak RSS, and, measured in the same run, the floors: the default
-embedder's bare encode of the texts the build embedded and the detector's bare ``detect_many``
-over the pictures it ran on, at the same (default) threads. ``--reference REV`` builds the same
+embedder's bare encode of the texts the build embedded, the detector's bare ``detect_many``
+over the pictures it ran on and the recognizer's bare ``read_lines`` over the pictures OCR reads,
+at the same (default) threads. ``--reference REV`` builds the same
 pages with the code of another commit (a temporary git worktree) right before, for an A/B.
 Writes only temporary files.
 
@@ -123,24 +124,31 @@ def run_build(code: Path, seeds: Path, index: str, settings: dict, out: Path) ->
 
 
 def floors(index: str) -> dict:
-    """The bare default embedder over the unique texts the index's nodes were embedded from, and
-    the bare detector over the pictures the build would run it on, same threads (the defaults)."""
+    """The bare default embedder over the unique texts the index's nodes were embedded from, the
+    bare detector over the pictures the build would run it on, and the bare recognizer over the
+    distinct pictures OCR reads (readable size; the per-document cap is not applied), same threads
+    (the defaults)."""
     import lancedb
 
     from laminae.schemas.pictures import load_image
-    from laminae.tasks.config import DetectConfig, EmbedConfig
+    from laminae.tasks.config import DetectConfig, EmbedConfig, OcrConfig
     from laminae.tasks.embed.embedders import load_embedder
+    from laminae.tasks.nodes import image_text
     from laminae.tasks.nodes.objects import Detector, resolve_weights, worth_detecting
     from laminae.tasks.nodes.search_text import embed_text
+    from laminae.tasks.parse.ocr import read_lines
     from laminae.tasks.storage.rawstore import RawStore
 
     db = lancedb.connect(index)
-    texts, keys = set(), []
+    texts, keys, readable = set(), [], []
+    ocr_cfg = OcrConfig()
     for name in ("documents", "components", "subcomponents"):
         for row in db.open_table(name).to_arrow().drop_columns(["vector"]).to_pylist():
             texts.add(embed_text(row))
             if row.get("kind") == "image" and row.get("image_key") and row.get("image_mime") != "image/svg+xml":
                 keys.append(row["image_key"])
+                if ocr_cfg.enabled and image_text.readable(row, ocr_cfg):
+                    readable.append(row["image_key"])
     embedder = load_embedder(EmbedConfig())
     embedder.embed(["warm-up"])
     started = time.perf_counter()
@@ -156,6 +164,14 @@ def floors(index: str) -> dict:
         started = time.perf_counter()
         detector.detect_many(pictures)
         out["detect_s"] = time.perf_counter() - started
+    to_read = [load_image(raw.get(k)) for k in dict.fromkeys(readable)]
+    out.update(read=len(to_read), ocr_s=0.0)
+    if to_read:
+        read_lines(to_read[0], ocr_cfg)
+        started = time.perf_counter()
+        for picture in to_read:
+            read_lines(picture, ocr_cfg)
+        out["ocr_s"] = time.perf_counter() - started
     return out
 
 
@@ -247,9 +263,11 @@ def main() -> int:
         print(f"pages/s vs {args.reference}: {ratio:.2f}x")
     floor = floors(index)
     total = summary["seconds_by_stage"]["total"]
+    floor_sum = floor["embed_s"] + floor["detect_s"] + floor["ocr_s"]
     print(f"floors (same texts and pictures, default threads): encode {floor['texts']} texts "
           f"({floor['backend']}) {floor['embed_s']:.1f} s; detect {floor['pictures']} pictures "
-          f"{floor['detect_s']:.1f} s; build / sum of floors = {total / max(floor['embed_s'] + floor['detect_s'], 1e-9):.2f}")
+          f"{floor['detect_s']:.1f} s; ocr {floor['read']} pictures {floor['ocr_s']:.1f} s; "
+          f"build / sum of floors = {total / max(floor_sum, 1e-9):.2f}")
     counts = summary["counts"]
     print("counts:", json.dumps({k: counts[k] for k in ("documents", "components", "subcomponents", "edges")}))
     print(f"links_to: {counts['links_to_resolved']} resolved in corpus, {counts['links_to_unresolved']} outside")
