@@ -59,10 +59,12 @@ class Pinned:
         self.lock = threading.Lock()
         self.index = laminae.open(index, version=version)
 
-    def read(self, fn: Callable[[laminae.Index], T]) -> T:
+    def read(self, fn: Callable[[laminae.Index], T]) -> tuple[T, int]:
+        """``fn`` of the pinned index and that index's manifest version, read under one lock (so a
+        ``use_latest`` in between cannot pair one version's results with another's number)."""
         with self.lock:
             try:
-                return fn(self.index)
+                return fn(self.index), self.index.version
             except laminae.ReaderArgumentError as exc:  # its message says what is allowed
                 raise ToolError(str(exc)) from None
 
@@ -115,9 +117,9 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
         mode: auto (fused dense + full-text), dense, fts (BM25 words) or hybrid. kinds: e.g.
         ["table"] at layer 1, ["row"] at layer 2. documents: restrict to these document ids."""
         kinds = _kinds_of_layer(kinds, layer)
-        hits = pinned.read(lambda ix: ix.search(query, layer=layer, k=offset + k, kinds=kinds,
-                                                documents=documents, mode=mode))
-        return _page(hits, offset, k, max_chars, pinned.index.version)
+        hits, version = pinned.read(lambda ix: ix.search(query, layer=layer, k=offset + k, kinds=kinds,
+                                                         documents=documents, mode=mode))
+        return _page(hits, offset, k, max_chars, version)
 
     @tool
     def documents(query: Query, k: K = 10, offset: Offset = 0, granularity: Literal[0, 1, 2] = 0,
@@ -130,18 +132,18 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
         it links."""
         if scope == "local" and not anchors:
             raise ToolError("scope='local' needs anchors: document or component ids from earlier results")
-        hits = pinned.read(lambda ix: ix.documents(query, k=offset + k, granularity=granularity, scope=scope,
-                                                   anchors=anchors, direction=direction))
-        return _page(hits, offset, k, max_chars, pinned.index.version)
+        hits, version = pinned.read(lambda ix: ix.documents(query, k=offset + k, granularity=granularity,
+                                                            scope=scope, anchors=anchors, direction=direction))
+        return _page(hits, offset, k, max_chars, version)
 
     @tool
     def components(query: Query, documents: Ids, k: K = 10, offset: Offset = 0,
                    granularity: Literal[1, 2] = 2, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
         """Rank the components of the given documents for a question (FiF component hop):
         granularity 1 scores a component by its own text, 2 by its best sentence, row or object."""
-        _known_documents(pinned, documents)
-        hits = pinned.read(lambda ix: ix.components(query, documents, k=offset + k, granularity=granularity))
-        return _page(hits, offset, k, max_chars, pinned.index.version)
+        hits, version = pinned.read(lambda ix: _known_documents(ix, documents).components(
+            query, documents, k=offset + k, granularity=granularity))
+        return _page(hits, offset, k, max_chars, version)
 
     @tool
     def beam_search(subqueries: Annotated[list[Query], Field(min_length=1, max_length=8)],
@@ -151,8 +153,8 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
         """LILaC beam search: split a multi-hop question into subqueries (one per fact); returns the
         components that best answer them together, following links between documents, and the
         best component pairs (edges)."""
-        result = pinned.read(lambda ix: ix.beam_search(subqueries, beam=beam, iterations=iterations, k=k))
-        return {"manifest_version": pinned.index.version,
+        result, version = pinned.read(lambda ix: ix.beam_search(subqueries, beam=beam, iterations=iterations, k=k))
+        return {"manifest_version": version,
                 "hits": [hit_view(h, max_chars) for h in result.components],
                 "edges": [{"a": a, "b": b, "score": round(s, 6)} for a, b, s in result.edges[:k]]}
 
@@ -163,11 +165,11 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
         """Read nodes by id: text (cut at max_chars), document title, url and section path; a
         table's header and rows; a document's summary. With images=true, pictures and object crops
         follow as image content (at most 8)."""
-        views, nodes, unknown = pinned.read(lambda ix: describe(ix, ids, max_chars, max_rows))
+        (views, nodes, unknown), version = pinned.read(lambda ix: describe(ix, ids, max_chars, max_rows))
         if not views:
-            raise ToolError(f"no node of manifest {pinned.index.version} has the id(s) {unknown}: "
-                              "use ids from search, documents, components or neighbors results")
-        payload = {"manifest_version": pinned.index.version, "nodes": views, "unknown_ids": unknown}
+            raise ToolError(f"no node of manifest {version} has the id(s) {unknown}: "
+                            "use ids from search, documents, components or neighbors results")
+        payload = {"manifest_version": version, "nodes": views, "unknown_ids": unknown}
         out: list[TextContent | ImageContent] = [TextContent(type="text", text=json.dumps(payload, default=str))]
         if images:
             for node in nodes:
@@ -181,17 +183,19 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
     @tool
     def neighbors(documents: Ids, direction: Direction = "out") -> dict[str, Any]:
         """Documents linked from ("out"), linking to ("in") or either ("both") these documents."""
-        _known_documents(pinned, documents)
-        linked = pinned.read(lambda ix: ix.neighbors(documents, direction=direction))
-        titles = {d["id"]: d for d in pinned.read(lambda ix: ix.get(linked[:MAX_K]))}
-        return {"manifest_version": pinned.index.version, "total": len(linked),
+        def linked_documents(ix: laminae.Index) -> tuple[list[str], dict[str, dict]]:
+            linked = _known_documents(ix, documents).neighbors(documents, direction=direction)
+            return linked, {d["id"]: d for d in ix.get(linked[:MAX_K])}
+
+        (linked, titles), version = pinned.read(linked_documents)
+        return {"manifest_version": version, "total": len(linked),
                 "documents": [{"id": d, "title": titles.get(d, {}).get("title"), "url": titles.get(d, {}).get("url")}
                               for d in linked[:MAX_K]]}
 
     @tool
     def stats() -> dict[str, Any]:
         """Rows per layer and kind, edges, the embedder, the last build run and the manifest version."""
-        return pinned.read(lambda ix: ix.stats())
+        return pinned.read(lambda ix: ix.stats())[0]  # names its manifest_version itself
 
     @tool
     def use_latest() -> dict[str, int]:
@@ -203,11 +207,13 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
     return server
 
 
-def _known_documents(pinned: Pinned, documents: list[str]) -> None:
-    unknown = [d for d in documents if d not in pinned.index.graph.doc_position]
+def _known_documents(index: laminae.Index, documents: list[str]) -> laminae.Index:
+    """``index``, once every id of ``documents`` is one of its documents (else a tool error)."""
+    unknown = [d for d in documents if d not in index.graph.doc_position]
     if unknown:
-        raise ToolError(f"{unknown} are not document ids of manifest {pinned.index.version}: use the "
-                          "document_id of a result")
+        raise ToolError(f"{unknown} are not document ids of manifest {index.version}: use the "
+                        "document_id of a result")
+    return index
 
 
 def _version() -> str:
