@@ -19,6 +19,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 
+from laminae import fusion
 from laminae.graph import Graph, group_max, similarities
 from laminae.schemas.pictures import crop_png
 from laminae.schemas.sql import sql_list
@@ -42,6 +43,7 @@ COVERAGE_DEPTH = 1000  # at least this many components are read per question ter
 FRAME_BATCH = 65_536  # rows per batch a frame reads
 TERM = re.compile(r"\w+")
 MODES = ("auto", "dense", "fts", "hybrid")
+RANKINGS = ("learned", "rrf")  # how retrieve orders what its rankings found
 BOXED_KINDS = ("object", "text")  # subcomponents that are a box of their picture: get() cuts their crop
 
 
@@ -393,21 +395,28 @@ class Index:
         return mode
 
     def retrieve(self, query, k: int = 10, documents: Sequence[str] | None = None,
-                 kinds: Sequence[str] | None = None) -> list[Hit]:
+                 kinds: Sequence[str] | None = None, ranking: str = "learned") -> list[Hit]:
         """The best ``k`` components (paragraphs, tables, images) for a question: the default move.
 
-        Fuses, by reciprocal rank, one dense ranking per component kind (a component scores the
-        best similarity of its sentences, rows or objects; its own vector when it has none; kinds
-        are ranked apart so that short sentences cannot crowd table rows out) with one full-text
-        ranking (BM25 over the subcomponents' search text, which carries the page title, section
-        and caption; a component scores its best match plus half its second). ``documents`` and
-        ``kinds`` restrict the candidates. A hit's ``extra["similarity"]`` is its dense score.
-        A vector query has no full-text side.
+        Gathers one dense ranking per component kind (a component scores the best similarity of
+        its sentences, rows or objects; its own vector when it has none; kinds are ranked apart so
+        that short sentences cannot crowd table rows out), one full-text ranking (BM25 over the
+        subcomponents' search text, which carries the page title, section and caption; a component
+        scores its best match plus half its second) and one term-coverage ranking. With
+        ``ranking="learned"`` (the default) every component in any of them is scored by the
+        learned fusion (``laminae.fusion``: the ranks, the scores' margins and a prior per kind,
+        fitted on table and multi-hop questions; a hit's score is the estimated probability that
+        it is evidence); ``ranking="rrf"`` fuses the rankings by reciprocal rank instead, with no
+        learned weights. ``documents`` and ``kinds`` restrict the candidates. A hit's
+        ``extra["similarity"]`` is its dense score. A vector query has only the dense rankings,
+        fused by reciprocal rank.
         """
+        if ranking not in RANKINGS:
+            raise ReaderArgumentError(f"ranking must be one of {', '.join(RANKINGS)}; got {ranking!r}")
         rows = self._rows(1, kinds, documents)
         rows = np.arange(len(self.graph.layers[1].ids)) if rows is None else rows
         fused_rows, fused, similarity = self._fused_components(query, self._query_vector(query), rows, documents,
-                                                               granularity=2)
+                                                               granularity=2, learned=ranking == "learned")
         return self._with_similarity(self._hits(1, fused_rows, fused, k), rows, similarity)
 
     def _with_similarity(self, hits: list[Hit], rows: np.ndarray, similarity: np.ndarray) -> list[Hit]:
@@ -418,32 +427,66 @@ class Index:
             hit.extra["similarity"] = float(by_row[comps.position[hit.id]])
         return hits
 
-    def _fused_components(self, query, q: np.ndarray, rows: np.ndarray, documents,
-                          granularity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _fused_components(self, query, q: np.ndarray, rows: np.ndarray, documents, granularity: int,
+                          learned: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``retrieve``'s fusion over component ``rows``: (fused rows best first, their fused scores,
         the dense similarity of every row of ``rows``). Granularity 2 scores a component by its
         subcomponents (dense max, BM25 over layer 2); granularity 1 by its own vector and text.
-        ``q`` is the query's vector; a text ``query`` adds the full-text ranking."""
+        ``q`` is the query's vector. A text ``query`` adds the full-text and term-coverage
+        rankings; at granularity 2 every component found by any ranking is then scored by the
+        learned fusion (``laminae.fusion``) unless ``learned`` is False; elsewhere by reciprocal
+        rank fusion."""
+        evidence = self._fusion_evidence(query, q, rows, documents, granularity)
+        if evidence is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
+        lists, ev, similarity = evidence
+        if ev is None or not learned:
+            fused_rows, fused = rrf(lists)
+            return fused_rows, fused, similarity
+        learned = fusion.scores(fusion.features(ev), ev.kinds)
+        order = np.lexsort((ev.rows, -learned))
+        return ev.rows[order], learned[order], similarity
+
+    def _fusion_evidence(self, query, q: np.ndarray, rows: np.ndarray, documents, granularity: int):
+        """The rankings ``_fused_components`` fuses, and for a text query at granularity 2 the
+        ``fusion.Evidence`` of every component they hold (None otherwise); None when ``rows`` is
+        empty. Returns (rankings, evidence, dense similarity of every row of ``rows``)."""
         comps = self.graph.layers[1]
         if len(rows) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
+            return None
         similarity = (self.component_query_max(q[None, :], rows)[:, 0] if granularity == 2
                       else self._dense(1, rows, q))
         kinds = comps.kinds[rows]
         lists = [_ranked(rows[kinds == kind], similarity[kinds == kind], FUSION_DEPTH) for kind in sorted(set(kinds))]
-        if isinstance(query, str):
-            if granularity == 2:
-                lists.append(self._fts_components(query, rows, documents))
-            else:
-                allowed = set(rows.tolist())
-                lists.append(np.array([r for r, _ in self._fts(query, 1, FUSION_DEPTH, None, documents)
-                                       if r in allowed], dtype=np.int64))
-            lists.append(self._term_coverage(query, rows))
-        fused_rows, fused = rrf(lists)
-        return fused_rows, fused, similarity
+        if not isinstance(query, str):
+            return lists, None, similarity
+        if granularity != 2:
+            allowed = set(rows.tolist())
+            lists.append(np.array([r for r, _ in self._fts(query, 1, FUSION_DEPTH, None, documents)
+                                   if r in allowed], dtype=np.int64))
+            lists.append(self._term_coverage(query, rows)[0])
+            return lists, None, similarity
+        bm25_rows, bm25 = self._fts_components(query, rows, documents)
+        coverage_rows, coverage, coverage_total = self._term_coverage(query, rows)
+        dense_lists = lists
+        candidates = np.array(sorted(set(np.concatenate([*dense_lists, bm25_rows, coverage_rows]).tolist())),
+                              dtype=np.int64)
+        by_row = np.empty(len(comps.ids), dtype=np.float32)
+        by_row[rows] = similarity
+        bm25_by_row = dict(zip(bm25_rows.tolist(), bm25.tolist(), strict=True))
+        ev = fusion.Evidence(
+            rows=candidates, kinds=comps.kinds[candidates], similarity=by_row[candidates].astype(np.float64),
+            own_similarity=(comps.vectors[candidates] @ q).astype(np.float64),
+            dense_rank=_kind_ranks(dense_lists, candidates),
+            bm25=np.array([bm25_by_row.get(r, 0.0) for r in candidates.tolist()]),
+            bm25_rank=fusion.ranks(bm25_rows, candidates),
+            coverage=coverage[candidates].astype(np.float64), coverage_rank=fusion.ranks(coverage_rows, candidates),
+            coverage_total=coverage_total)
+        return [*dense_lists, bm25_rows, coverage_rows], ev, similarity
 
-    def _fts_components(self, text: str, rows: np.ndarray, documents) -> np.ndarray:
-        """Component rows ranked by BM25 over their subcomponents (best match + half the second)."""
+    def _fts_components(self, text: str, rows: np.ndarray, documents) -> tuple[np.ndarray, np.ndarray]:
+        """Component rows ranked by BM25 over their subcomponents (best match + half the second),
+        and those scores."""
         subs = self.graph.layers[2]
         matches = self._fts(text, 2, FUSION_DEPTH * 2, None, documents)
         best: dict[int, list[float]] = {}
@@ -455,28 +498,32 @@ class Index:
         scored = {c: s[0] + 0.5 * (s[1] if len(s) > 1 else 0.0) for c, s in best.items()
                   if allowed is None or c in allowed}  # scores arrive best first
         order = sorted(scored, key=lambda c: (-scored[c], c))
-        return np.array(order, dtype=np.int64)
+        return np.array(order, dtype=np.int64), np.array([scored[c] for c in order], dtype=np.float64)
 
-    def _term_coverage(self, text: str, rows: np.ndarray) -> np.ndarray:
+    def _term_coverage(self, text: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Component rows ranked by how much of the question's vocabulary they hold anywhere in
         their search text (title, section, caption and every sentence or row): the sum of the idf
         of the question's terms they contain, with no term frequency and no length normalization,
         so a table that names both entities of a question in different rows outranks a short
         passage that repeats one. The full-text index decides what a term is (stemming, stop
         words); a term in more than ``max(COVERAGE_DEPTH, components / 10)`` components counts
-        for its best-matching ones only, with the idf of that many."""
+        for its best-matching ones only, with the idf of that many. Returns (the ranking, the
+        coverage of every component, the summed idf of the terms found in any component)."""
         comps = self.graph.layers[1]
         n = len(comps.ids)
-        if n == 0:
-            return np.zeros(0, np.int64)
-        depth = max(COVERAGE_DEPTH, n // 10)
         score = np.zeros(n, np.float64)
+        if n == 0:
+            return np.zeros(0, np.int64), score, 0.0
+        depth = max(COVERAGE_DEPTH, n // 10)
+        total = 0.0
         for term in dict.fromkeys(TERM.findall(text.lower())):
             found = self._fts(term, 1, depth, None, None)
             if found:
-                score[[r for r, _ in found]] += math.log((n + 1) / (len(found) + 0.5))
+                idf = math.log((n + 1) / (len(found) + 0.5))
+                score[[r for r, _ in found]] += idf
+                total += idf
         candidates = rows[score[rows] > 0]
-        return _ranked(candidates, score[candidates], FUSION_DEPTH)
+        return _ranked(candidates, score[candidates], FUSION_DEPTH), score, total
 
     def _fts(self, text: str, layer: int, k: int, kinds, documents) -> list[tuple[int, float]]:
         tbl = self.table(NODE_TABLES[layer])
@@ -706,6 +753,15 @@ def _ranked(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
         top = np.argpartition(-scores, depth - 1)[:depth]
         rows, scores = rows[top], scores[top]
     return rows[np.lexsort((rows, -scores))]
+
+
+def _kind_ranks(kind_lists: Sequence[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """Rank (from 1) of each row in the one per-kind ranking that holds it (``fusion.ABSENT_RANK``
+    where none does)."""
+    where: dict[int, int] = {}
+    for ranking in kind_lists:
+        where.update((int(r), i + 1) for i, r in enumerate(ranking.tolist()))
+    return np.array([where.get(int(r), fusion.ABSENT_RANK) for r in rows.tolist()], dtype=np.float64)
 
 
 def rrf(rankings: Sequence[np.ndarray], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:

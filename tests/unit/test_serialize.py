@@ -1,8 +1,8 @@
 """Serialization (what nodes are searched and embedded from) and the reader's fusion.
 
 Golden search texts per node kind from a real parse; an index written with the previous
-serialization refreshes into the current one as a whole; ``rrf`` and ``retrieve`` against
-brute-force references.
+serialization refreshes into the current one as a whole; ``rrf``, the learned fusion and
+``retrieve`` against brute-force references.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 import laminae
 from bench.reembed import HashingEmbedder
 from bench.synthetic import make_synthetic_index
+from laminae import fusion
 from laminae.index import RRF_K, rrf
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
@@ -135,40 +136,65 @@ def _by_score_then_id(comps, rows, scores):
     return sorted(zip(rows.tolist(), scores.tolist(), strict=True), key=lambda p: (-p[1], str(comps.ids[p[0]])))
 
 
-def _brute_coverage(index, text: str) -> list[int]:
-    """Components ranked by the summed idf of the question's words found in their search text."""
+def _brute_coverage(index, text: str) -> tuple[list[int], dict[int, float], float]:
+    """Components ranked by the summed idf of the question's words found in their search text;
+    every component's coverage; the idf summed over the words found anywhere."""
     comps = index.graph.layers[1]
     found = index.table("components").to_arrow().select(["id", "search_text"]).to_pylist()
     words = {comps.position[r["id"]]: set(re.findall(r"\w+", r["search_text"].lower())) for r in found}
     n = len(comps.ids)
     score = dict.fromkeys(range(n), 0.0)
+    total = 0.0
     for term in set(re.findall(r"\w+", text.lower())):
         holders = [r for r in range(n) if term in words[r]]
         for r in holders:
             score[r] += math.log((n + 1) / (len(holders) + 0.5))
-    return sorted((r for r in score if score[r] > 0), key=lambda r: (-score[r], r))[:100]
+        total += math.log((n + 1) / (len(holders) + 0.5)) if holders else 0.0
+    return sorted((r for r in score if score[r] > 0), key=lambda r: (-score[r], r))[:100], score, total
 
 
 def test_term_coverage_matches_a_brute_force_reference(synthetic, monkeypatch):
     text = "sentence keyword10 keyword20 Keyword30 keyword10"
-    ranked = synthetic._term_coverage(text, np.arange(len(synthetic.graph.layers[1].ids)))
-    expected = _brute_coverage(synthetic, text)
+    ranked, coverage, total = synthetic._term_coverage(text, np.arange(len(synthetic.graph.layers[1].ids)))
+    expected, expected_coverage, expected_total = _brute_coverage(synthetic, text)
     assert ranked.tolist() == expected
+    assert np.allclose(coverage, [expected_coverage[r] for r in range(len(coverage))])
+    assert math.isclose(total, expected_total)
     assert len(expected) == 100 and set(ranked[:3].tolist()) == {3, 6, 10}  # the holders of rare words lead
     # restricted to some components, only those rank
     some = np.array([6, 10, 50, 51], dtype=np.int64)
-    assert synthetic._term_coverage(text, some).tolist() == [r for r in expected if r in {6, 10, 50, 51}]
+    assert synthetic._term_coverage(text, some)[0].tolist() == [r for r in expected if r in {6, 10, 50, 51}]
     # a word in more components than the depth counts for that many best matches, with their idf
     monkeypatch.setattr(laminae.index, "COVERAGE_DEPTH", 7)
-    capped = synthetic._term_coverage("sentence", np.arange(len(synthetic.graph.layers[1].ids)))
+    capped, _, _ = synthetic._term_coverage("sentence", np.arange(len(synthetic.graph.layers[1].ids)))
     assert len(capped) == 12  # max(7, 120 // 10)
 
 
-def test_retrieve_with_text_adds_the_full_text_ranking_of_components(synthetic):
+def _brute_learned(comps, candidates, kind_lists, best, lexical, lexical_order, covered, cover_order, total, q):
+    """The learned fusion's score of every candidate, each feature computed on its own."""
+    def rank(order, r):
+        return order.index(r) + 1 if r in order else fusion.ABSENT_RANK
+
+    out = {}
+    for r in candidates:
+        kind = comps.kinds[r]
+        same_kind = [c for c in candidates if comps.kinds[c] == kind]
+        in_kind = next(lst for lst in kind_lists if comps.kinds[lst[0]] == kind)
+        x = [best[r], best[r] - max(best[c] for c in same_kind), best[r] - max(best[c] for c in candidates),
+             1 / (fusion.RANK_K + rank(in_kind, r)), lexical.get(r, 0.0) / max(lexical.values()),
+             1 / (fusion.RANK_K + rank(lexical_order, r)), covered[r] / total,
+             1 / (fusion.RANK_K + rank(cover_order, r)), float(comps.vectors[r] @ q)]
+        z = sum(w * v for w, v in zip(fusion.WEIGHTS.tolist(), x, strict=True))
+        z += fusion.KIND_PRIOR.get(kind, 0.0) + fusion.INTERCEPT
+        out[r] = 1 / (1 + math.exp(-z))
+    return out
+
+
+def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthetic):
     index = synthetic
-    text = "keyword10"
+    text = "keyword10 sentence"
     g = index.graph
-    subs = g.layers[2]
+    comps, subs = g.layers[1], g.layers[2]
     vector = np.ones(16, np.float32) / 4.0
 
     class Fixed(laminae.Index):
@@ -176,25 +202,36 @@ def test_retrieve_with_text_adds_the_full_text_ranking_of_components(synthetic):
             return vector
 
     fixed = Fixed(index.root, index.manifest)
-    rows = list(range(len(g.layers[1].ids)))
-    lists, _ = _brute_dense_lists(fixed, vector, rows)
+    rows = list(range(len(comps.ids)))
+    kind_lists, best = _brute_dense_lists(fixed, vector, rows)
     table = index.table("subcomponents")
     found = table.search(text, query_type="fts", fts_columns="search_text").select(["id", "_score"]).limit(200)
-    found = found.to_arrow().to_pylist()
     per_parent: dict[int, list[float]] = {}
-    for hit in found:
+    for hit in found.to_arrow().to_pylist():
         per_parent.setdefault(int(subs.parent[subs.position[hit["id"]]]), []).append(hit["_score"])
     lexical = {c: sorted(s, reverse=True)[0] + 0.5 * (sorted(s, reverse=True)[1] if len(s) > 1 else 0)
                for c, s in per_parent.items()}
-    lists.append(sorted(lexical, key=lambda c: (-lexical[c], c)))
-    lists.append(_brute_coverage(index, text))
-    expected_rows = [r for r, _ in _by_score_then_id(g.layers[1], *rrf([np.array(x) for x in lists]))]
+    lexical_order = sorted(lexical, key=lambda c: (-lexical[c], c))
+    cover_order, covered, total = _brute_coverage(index, text)
+    candidates = sorted({*[r for lst in kind_lists for r in lst], *lexical_order, *cover_order})
+    learned = _brute_learned(comps, candidates, kind_lists, best, lexical, lexical_order, covered, cover_order,
+                             total, vector)
+    expected = _by_score_then_id(comps, np.array(candidates), np.array([learned[r] for r in candidates]))
     hits = fixed.retrieve(text, k=6)
-    assert lexical and [h.id for h in hits] == [str(g.layers[1].ids[r]) for r in expected_rows[:6]]
+    assert lexical and [h.id for h in hits] == [str(comps.ids[r]) for r, _ in expected[:6]]
+    assert np.allclose([h.score for h in hits], [s for _, s in expected[:6]], atol=1e-6)
+    # the learned order is not reciprocal rank fusion's: margins and kinds count
+    by_rrf = _by_score_then_id(comps, *rrf([np.array(x) for x in [*kind_lists, lexical_order, cover_order]]))
+    assert [r for r, _ in by_rrf] != [r for r, _ in expected]
+    plain = fixed.retrieve(text, k=6, ranking="rrf")  # reciprocal rank fusion stays available
+    assert [h.id for h in plain] == [str(comps.ids[r]) for r, _ in by_rrf[:6]]
+    assert np.allclose([h.score for h in plain], [s for _, s in by_rrf[:6]])
+    with pytest.raises(laminae.index.ReaderArgumentError, match="ranking must be one of learned, rrf"):
+        fixed.retrieve(text, ranking="best")
     # the default search is retrieve; documents(g=2) ranks documents by their best fused component
     assert [h.id for h in fixed.search(text, k=6)] == [h.id for h in hits]
     docs = fixed.documents(text, k=3, granularity=2)
-    first_docs = list(dict.fromkeys(str(g.layers[0].ids[g.layers[1].doc[r]]) for r in expected_rows))[:3]
+    first_docs = list(dict.fromkeys(str(g.layers[0].ids[comps.doc[r]]) for r, _ in expected))[:3]
     assert [d.id for d in docs] == first_docs
     within = fixed.components(text, first_docs, k=4, granularity=2)
     assert {h.document_id for h in within} <= set(first_docs)
