@@ -91,6 +91,11 @@ class IndexStore:
         for name, schema in table_schemas(embedder["dim"]).items():
             if name not in existing:
                 self.db.create_table(name, schema=schema, exist_ok=True)
+                continue
+            tbl = self.db.open_table(name)
+            missing = [f for f in schema if f.name not in tbl.schema.names]
+            if missing:  # nullable columns added since the index was built (videos' times): all null
+                tbl.add_columns(pa.schema(missing))
         return False
 
     def remember(self, **entries) -> None:
