@@ -146,3 +146,21 @@ def test_a_choice_is_cached_by_video_and_settings(clip, tmp_path):
     assert cache_path("v1", cfg) != cache_path("v1", VideoConfig(max_keyframes=3))
     store.pop(frames.keyframes[0].image_key)  # a keyframe's picture is gone: decode again
     assert cached_frames("v1", files, cfg, store.__contains__) is None
+
+
+def test_views_cite_keyframes_and_transcripts_by_time():
+    from laminae.views import node_view
+
+    base = {"document_id": "d", "parent_id": "d", "layer": 1, "section_path": ["Demo"], "text": "t",
+            "video_url": "http://h.test/v.mp4"}
+    frame = node_view({**base, "id": "f", "kind": "image", "time_s": 135.25, "image": b"jpeg"})
+    assert (frame["time_s"], frame["at"], frame["video_url"], frame["has_image"]) == (135.25, "2:15", base["video_url"], True)
+    span = node_view({**base, "id": "t", "kind": "transcript", "time_start": 120.0, "time_end": 149.5})
+    assert (span["time_start"], span["time_end"], span["at"], span["video_url"]) == (120.0, 149.5, "2:00-2:29",
+                                                                                  base["video_url"])
+    sentence = node_view({"id": "s", "kind": "sentence", "layer": 2, "document_id": "d", "parent_id": "t", "text": "x",
+                          "time_start": 3.2, "time_end": 6.5})
+    assert sentence["at"] == "0:03-0:06" and "video_url" not in sentence
+    video = node_view({**base, "id": "v", "kind": "video", "duration_s": 12.0, "captions_url": "http://h.test/v.vtt"})
+    assert (video["duration_s"], video["captions_url"]) == (12.0, "http://h.test/v.vtt")
+    assert "at" not in node_view({**base, "id": "p", "kind": "paragraph"})
