@@ -70,8 +70,7 @@ def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles,
         return out
     fetched = fetch_images([c["video_url"] for _, c in videos if not c["video_key"]], settings.crawl, raw,
                            seed_hosts, kind="video")
-    tracks = {c["id"]: [c["captions_url"]] if c["captions_url"] else sidecars(c["video_url"]) if cfg.sidecar_captions
-              else [] for _, c in videos}
+    tracks = {c["id"]: _caption_files(c, cfg.sidecar_captions) for _, c in videos}
     captions = fetch_images([u for urls in tracks.values() for u in urls], settings.crawl, raw, seed_hosts,
                             kind="captions")
     out.fetches = [r for r in fetched.values() if r.error != "out_of_scope"]
@@ -99,9 +98,15 @@ def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles,
             added += comps
             edges += caption_edges
         _insert_after(doc, video, added, subcomponents, edges)
-    if videos:
-        log.info("video: %d videos decoded, %d from the cache", out.decoded, out.cached)
+    log.info("video: %d videos decoded, %d from the cache", out.decoded, out.cached)
     return out
+
+
+def _caption_files(video: dict, sidecar: bool) -> list[str]:
+    """Where a video's captions may be: its track, else (with ``sidecar``) the files next to it."""
+    if video["captions_url"]:
+        return [video["captions_url"]]
+    return sidecars(video["video_url"]) if sidecar else []
 
 
 def _fetched_key(res: FetchResult | None, video: dict, run_id: str, out: VideoNodes) -> str | None:
