@@ -348,7 +348,7 @@ def _fetch_pictures(work: BatchWork) -> None:
 
 def _videos(work: BatchWork) -> None:
     found = add_video_nodes(work.docs, work.raw, work.store.files, work.settings, work.run_id, work.seed_hosts,
-                            _id_maker)
+                            _id_maker, work.store.previous_fetches)
     work.image_fetches.extend(found.fetches)
     work.errors.extend(found.problems)
 
@@ -432,7 +432,7 @@ STAGES: tuple[Stage, ...] = (
           writes=("raw: picture bytes", "components.image_key", "components.image_mime",
                   "components.image_width", "components.image_height")),
     Stage("video", _videos, reads=("components.video_url", "components.captions_url", "raw: video bytes",
-                                   "keyframes/ (choices by video)"),
+                                   "fetches (the videos' validators)", "keyframes/ (choices by video)"),
           writes=("raw: video, caption and keyframe bytes", "components (image: keyframes, transcript)",
                   "subcomponents (sentence)", "edges (contains)", "components.video_key", "components.duration_s",
                   "keyframes/"), reads_index=True),

@@ -543,14 +543,8 @@ async def crawl_async(
             next_frontier: list[tuple[str, dict]] = []
             for res, (_, annotations) in zip(fetched, frontier, strict=True):
                 res.depth, res.annotations = depth, annotations
-                before = previous.get(res.url)
-                if res.not_modified and before and before.get("raw_key") in store:
-                    res.raw_key, res.content_type = before["raw_key"], before["content_type"]
-                    res.final_url, res.size = before.get("final_url") or res.url, before.get("size") or 0
-                    res.etag = res.etag or before.get("etag")
-                    res.last_modified = res.last_modified or before.get("last_modified")
-                elif res.not_modified:  # a 304 for a page whose bytes we lack: fetch it whole
-                    res = await crawler.fetch(res.url)
+                if res.not_modified and not _reuse_previous(res, previous.get(res.url), store):
+                    res = await crawler.fetch(res.url)  # a 304 for a page whose bytes we lack: fetch it whole
                     res.depth, res.annotations = depth, annotations
                 results.append(res)
                 if on_result:
@@ -616,6 +610,18 @@ async def _expand_seeds(seeds: list[Seed], crawler: Crawler, seen: set[str]
     return frontier, lastmods, listed
 
 
+def _reuse_previous(res: FetchResult, before: dict | None, store: RawStore) -> bool:
+    """Give a not-modified result the bytes, type and validators of its previous fetch; False when
+    those bytes are not in the raw store (then the URL must be fetched whole)."""
+    if not before or before.get("raw_key") not in store:
+        return False
+    res.raw_key, res.content_type = before["raw_key"], before["content_type"]
+    res.final_url, res.size = before.get("final_url") or res.url, before.get("size") or 0
+    res.etag = res.etag or before.get("etag")
+    res.last_modified = res.last_modified or before.get("last_modified")
+    return True
+
+
 def _unchanged_since(lastmod: datetime | None, before: dict | None) -> bool:
     """A sitemap's lastmod no later than the previous fetch of a page whose bytes we have."""
     fetched_at = (before or {}).get("fetched_at")
@@ -631,18 +637,29 @@ def crawl(seeds: list[Seed], cfg: CrawlConfig, store: RawStore, **kwargs) -> lis
     return asyncio.run(crawl_async(seeds, cfg, store, **kwargs))
 
 
-async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore,
-                              seed_hosts: set[str], kind: str) -> dict[str, FetchResult]:
+async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore, seed_hosts: set[str], kind: str,
+                              previous: dict[str, dict]) -> dict[str, FetchResult]:
     async with Crawler(cfg, store, seed_hosts) as crawler:
-        results = await asyncio.gather(*(crawler.fetch(u, kind=kind) for u in urls))
+
+        async def fetch(url: str) -> FetchResult:
+            before = previous.get(url) or {}
+            res = await crawler.fetch(url, kind=kind, etag=before.get("etag"),
+                                      last_modified=before.get("last_modified"))
+            if res.not_modified and not _reuse_previous(res, before, store):
+                res = await crawler.fetch(url, kind=kind)
+            return res
+
+        results = await asyncio.gather(*(fetch(u) for u in urls))
     return dict(zip(urls, results, strict=True))
 
 
-def fetch_images(urls: Iterable[str], cfg: CrawlConfig, store: RawStore,
-                 seed_hosts: set[str], kind: str = "image") -> dict[str, FetchResult]:
+def fetch_images(urls: Iterable[str], cfg: CrawlConfig, store: RawStore, seed_hosts: set[str], kind: str = "image",
+                 previous: dict[str, dict] | None = None) -> dict[str, FetchResult]:
     """Fetch image URLs (or, with ``kind`` video or captions, the files a page's videos need) under
-    the page rules; out-of-scope URLs come back with error ``out_of_scope``."""
+    the page rules; out-of-scope URLs come back with error ``out_of_scope``. ``previous`` (URL → its
+    last ``fetches`` row) makes the requests conditional: a 304 answer carries the previous bytes'
+    key (``not_modified``)."""
     unique = list(dict.fromkeys(urls))
     if not unique:
         return {}
-    return asyncio.run(_fetch_images_async(unique, cfg, store, seed_hosts, kind))
+    return asyncio.run(_fetch_images_async(unique, cfg, store, seed_hosts, kind, previous or {}))

@@ -2,7 +2,8 @@
 
 Reads the batch's video components (``video_url``, ``captions_url``; a video document's already
 carries its bytes' ``video_key``), fetches the videos on pages and their caption files (the
-``<track>``'s, else the WebVTT or SRT file next to the video) into the raw store, and the keyframe
+``<track>``'s, else the WebVTT or SRT file next to the video) into the raw store (a video fetched
+before is asked for with its ETag and Last-Modified: a 304 keeps its bytes), and the keyframe
 cache (``laminae.tasks.nodes.keyframes``). Writes, per video: ``video_key``, ``duration_s`` and the
 frame size on its row; after it, one ``image`` component per keyframe (``time_s``, the picture in the
 raw store, ``image_url`` the video's URL with ``#t=<seconds>``) that the detect, OCR and embed
@@ -59,19 +60,22 @@ def sidecars(video_url: str) -> list[str]:
 
 
 def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles, settings: BuildSettings,
-                    run_id: str, seed_hosts: set[str],
-                    make_id: Callable[[str], Callable[[str, str], str]]) -> VideoNodes:
+                    run_id: str, seed_hosts: set[str], make_id: Callable[[str], Callable[[str, str], str]],
+                    previous: Callable[[list[str]], dict[str, dict]] | None = None) -> VideoNodes:
     """Fetch, decode (or find in the cache) and caption every video component of ``docs``, in place.
-    ``make_id(document_id)`` gives the id maker of a document's new nodes."""
+    ``make_id(document_id)`` gives the id maker of a document's new nodes; ``previous(urls)`` the
+    last ``fetches`` rows of the videos' URLs (a video fetched before is asked for conditionally:
+    ETag, Last-Modified)."""
     out = VideoNodes()
     cfg = settings.video
     videos = [(d, c) for d in docs for c in d.components if c["kind"] == "video" and c.get("video_url")]
     if not videos or not cfg.enabled:
         return out
-    fetched = fetch_images([c["video_url"] for _, c in videos if not c["video_key"]], settings.crawl, raw,
-                           seed_hosts, kind="video")
+    urls = [c["video_url"] for _, c in videos if not c["video_key"]]
+    fetched = fetch_images(urls, settings.crawl, raw, seed_hosts, kind="video",
+                           previous=previous(urls) if previous and urls else None)
     tracks = {c["id"]: _caption_files(c, cfg.sidecar_captions) for _, c in videos}
-    captions = fetch_images([u for urls in tracks.values() for u in urls], settings.crawl, raw, seed_hosts,
+    captions = fetch_images([u for found in tracks.values() for u in found], settings.crawl, raw, seed_hosts,
                             kind="captions")
     out.fetches = [r for r in fetched.values() if r.error != "out_of_scope"]
     out.fetches += [r for r in captions.values() if r.ok]

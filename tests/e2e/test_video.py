@@ -34,6 +34,24 @@ def _lecture(video: str = "/media/lecture.mp4", extra: str = "") -> bytes:
                 "<p>Questions are welcome after the lecture.</p>")
 
 
+def _etag_route(body: bytes, etag: str, asked: list):
+    """Serves ``body`` with an ETag, answering 304 to a request that names it; ``asked`` gets each
+    request's If-None-Match."""
+
+    def handler(h):
+        asked.append(h.headers.get("If-None-Match"))
+        same = h.headers.get("If-None-Match") == etag
+        h.send_response(304 if same else 200)
+        h.send_header("ETag", etag)
+        h.send_header("Content-Type", "video/mp4")
+        h.send_header("Content-Length", "0" if same else str(len(body)))
+        h.end_headers()
+        if not same:
+            h.wfile.write(body)
+
+    return handler
+
+
 @pytest.fixture(scope="module")
 def video_site(tmp_path_factory, prefect_harness):
     from tests.conftest import RouteServer
@@ -42,7 +60,8 @@ def video_site(tmp_path_factory, prefect_harness):
     clip = scene_video(SCENES)
     short = scene_video(SCENES[:2])
     server.routes["/lecture.html"] = Route(body=_lecture())
-    server.routes["/media/lecture.mp4"] = Route(body=clip, content_type="video/mp4")
+    server.asked = []
+    server.routes["/media/lecture.mp4"] = _etag_route(clip, '"lecture-v1"', server.asked)
     server.routes["/media/lecture.vtt"] = Route(body=webvtt(CUES).encode(), content_type="text/vtt")
     server.routes["/media/talk.mp4"] = Route(body=short, content_type="video/mp4")
     server.routes["/media/talk.srt"] = Route(body=srt(CUES[:2]).encode(), content_type="text/plain")
@@ -160,6 +179,7 @@ def test_refresh_of_an_unchanged_video_decodes_nothing(video_site, caplog):
     assert summary["changes"]["changed"] == 1 and summary["changes"]["unchanged"] == 2
     decoding = [r.getMessage() for r in caplog.records if r.name == "laminae.video"]
     assert decoding == ["video: 0 videos decoded, 1 from the cache"]
+    assert server.asked == [None, '"lecture-v1"']  # asked for again with its ETag: a 304, no bytes sent
     after = {c["id"]: c for c in _components(index, server.url("/lecture.html"))}
     frames = {i: c["image_key"] for i, c in after.items() if c["time_s"] is not None}
     assert frames == {i: c["image_key"] for i, c in before.items() if c["time_s"] is not None}
