@@ -25,7 +25,7 @@ from pydantic import Field
 
 import laminae
 from laminae.index import Hit
-from laminae.schemas.tables import COMPONENT_KINDS, SUBCOMPONENT_KINDS
+from laminae.schemas.tables import COMPONENT_KINDS, DOCUMENT_KINDS, SUBCOMPONENT_KINDS
 from laminae.views import MAX_CHARS, MAX_ROWS, describe, hit_view, picture
 
 log = logging.getLogger("laminae.mcp")
@@ -91,7 +91,7 @@ def _page(hits: list[Hit], offset: int, k: int, max_chars: int, version: int) ->
 
 
 def _kinds_of_layer(kinds: list[str] | None, layer: int) -> list[str] | None:
-    allowed = {0: ("html", "pdf"), 1: COMPONENT_KINDS, 2: SUBCOMPONENT_KINDS}[layer]
+    allowed = {0: DOCUMENT_KINDS, 1: COMPONENT_KINDS, 2: SUBCOMPONENT_KINDS}[layer]
     bad = [k for k in kinds or [] if k not in allowed]
     if bad:
         raise ToolError(f"kinds {bad} are not of layer {layer}; layer {layer} kinds are {', '.join(allowed)}")
@@ -112,10 +112,11 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
     def search(query: Query, layer: Literal[0, 1, 2] = 1, k: K = 10, offset: Offset = 0,
                mode: Literal["auto", "dense", "fts", "hybrid"] = "auto", kinds: list[str] | None = None,
                documents: Ids | None = None, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
-        """Search one layer: 0 documents, 1 components (paragraphs, tables, images; the default and
-        the best first move for a question), 2 subcomponents (sentences, table rows, objects).
+        """Search one layer: 0 documents, 1 components (paragraphs, tables, images, videos and their
+        transcripts; keyframes are images with a time; the default and the best first move for a
+        question), 2 subcomponents (sentences, table rows, objects).
         mode: auto (fused dense + full-text), dense, fts (BM25 words) or hybrid. kinds: e.g.
-        ["table"] at layer 1, ["row"] at layer 2. documents: restrict to these document ids."""
+        ["table"] at layer 1, ["transcript"] for what is said in videos, ["row"] at layer 2. documents: restrict to these document ids."""
         kinds = _kinds_of_layer(kinds, layer)
         hits, version = pinned.read(lambda ix: ix.search(query, layer=layer, k=offset + k, kinds=kinds,
                                                          documents=documents, mode=mode))

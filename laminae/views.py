@@ -13,6 +13,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from laminae.schemas.timecodes import clock
+
 if TYPE_CHECKING:
     from laminae.index import Hit, Index
 
@@ -56,7 +58,9 @@ def node_view(node: dict, document: dict | None = None, parent: dict | None = No
     """One node of ``Index.get`` with its document's title and url and its section path (a
     subcomponent's comes from ``parent``); what each kind holds beside its text: a document's
     summary, a table's header and rows, a picture's url and size, a row's cells, an object's label
-    and box (a line read in a picture: its confidence and box). ``has_image`` says whether ``picture`` has picture bytes (or an object crop) for it."""
+    and box (a line read in a picture: its confidence and box), a video's url, captions and duration, a
+    keyframe's ``time_s`` and a transcript's (or its sentence's) ``time_start``/``time_end``, each with ``at``
+    (``2:15``) to cite. ``has_image`` says whether ``picture`` has picture bytes (or an object crop) for it."""
     layer, kind = node["layer"], node["kind"]
     document = node if layer == 0 else (document or {})
     view: dict[str, Any] = {
@@ -88,6 +92,17 @@ def node_view(node: dict, document: dict | None = None, parent: dict | None = No
     elif kind in ("object", "text"):
         view.update({"label": node.get("label"), "score": _rounded(node.get("score"), 4),
                      "bbox": [_rounded(v, 1) for v in node.get("bbox") or []]})
+    elif kind == "video":
+        view.update({k: node.get(k) for k in ("caption", "video_url", "captions_url", "image_width", "image_height")})
+        view["duration_s"] = _rounded(node.get("duration_s"), 3)
+    if node.get("time_s") is not None:  # a video's keyframe
+        view.update({"video_url": node.get("video_url"), "time_s": _rounded(node["time_s"], 3),
+                     "at": clock(node["time_s"])})
+    if node.get("time_start") is not None:  # a transcript, or one of its sentences
+        view.update({"time_start": _rounded(node["time_start"], 3), "time_end": _rounded(node.get("time_end"), 3),
+                     "at": f"{clock(node['time_start'])}-{clock(node.get('time_end') or node['time_start'])}"})
+        if layer == 1:
+            view["video_url"] = node.get("video_url")
     if kind in ("image", "object", "text"):
         view["has_image"] = bool(node.get("image") or node.get("crop"))
     return view

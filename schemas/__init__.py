@@ -3,6 +3,7 @@
 from laminae.schemas.ids import content_hash, digest, document_id, edge_id, node_id, normalize_url
 from laminae.schemas.tables import (
     COMPONENT_KINDS,
+    DOCUMENT_KINDS,
     EDGE_KINDS,
     LAYERS,
     NODE_TABLES,
@@ -15,6 +16,7 @@ from laminae.schemas.tables import (
 
 __all__ = [
     "COMPONENT_KINDS",
+    "DOCUMENT_KINDS",
     "EDGE_KINDS",
     "LAYERS",
     "NODE_TABLES",

@@ -15,7 +15,10 @@ NODE_TABLES = ("documents", "components", "subcomponents")
 TABLES = (*NODE_TABLES, "edges", "fetches", "errors", "runs", "embeddings")
 LAYERS = {"documents": 0, "components": 1, "subcomponents": 2}
 
-COMPONENT_KINDS = ("paragraph", "table", "image")
+DOCUMENT_KINDS = ("html", "pdf", "video")
+# video: a video on a page (or a video document's own); its keyframes are image components with
+# time_s, its captions transcript components with time_start/time_end (their sentences keep theirs)
+COMPONENT_KINDS = ("paragraph", "table", "image", "video", "transcript")
 # header: a table's column labels, one per table; text: a line read in a picture (OCR)
 SUBCOMPONENT_KINDS = ("sentence", "row", "object", "header", "text")
 EDGE_KINDS = ("contains", "links_to")
@@ -31,7 +34,7 @@ def documents_schema(dim: int) -> pa.Schema:
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
-            pa.field("kind", pa.string(), nullable=False),  # html | pdf
+            pa.field("kind", pa.string(), nullable=False),  # html | pdf | video
             pa.field("url", pa.string(), nullable=False),  # the seed or link URL it was fetched by
             pa.field("final_url", pa.string()),  # after redirects
             pa.field("canonical_url", pa.string()),  # <link rel=canonical>, else final_url
@@ -57,7 +60,7 @@ def components_schema(dim: int) -> pa.Schema:
             pa.field("id", pa.string(), nullable=False),
             pa.field("document_id", pa.string(), nullable=False),
             pa.field("parent_id", pa.string(), nullable=False),
-            pa.field("kind", pa.string(), nullable=False),  # paragraph | table | image
+            pa.field("kind", pa.string(), nullable=False),  # paragraph | table | image | video | transcript
             pa.field("ordinal", pa.int32(), nullable=False),  # position in the document
             pa.field("section_path", pa.list_(pa.string())),  # heading hierarchy above it
             pa.field("text", pa.string()),  # paragraph text; linearized table; image text proxy
@@ -76,6 +79,14 @@ def components_schema(dim: int) -> pa.Schema:
             pa.field("image_width", pa.int32()),
             pa.field("image_height", pa.int32()),
             pa.field("detected", pa.bool_()),  # the object detector has run on these image bytes
+            # videos (image_width, image_height: the video's frame size), their keyframes and transcripts
+            pa.field("video_url", pa.string()),  # the video's URL (on a keyframe or transcript: its video's)
+            pa.field("video_key", pa.string()),  # raw-store key of the video bytes, null if not fetched
+            pa.field("captions_url", pa.string()),  # the WebVTT/SRT file the transcripts were read from
+            pa.field("duration_s", pa.float64()),
+            pa.field("time_s", pa.float64()),  # keyframes: seconds into the video
+            pa.field("time_start", pa.float64()),  # transcripts: the span of their cues, seconds
+            pa.field("time_end", pa.float64()),
             # provenance (PDF)
             pa.field("page", pa.int32()),
             pa.field("bbox", pa.list_(pa.float32())),
@@ -106,6 +117,9 @@ def subcomponents_schema(dim: int) -> pa.Schema:
             pa.field("score", pa.float32()),
             pa.field("bbox", pa.list_(pa.float32())),  # x0, y0, x1, y1 in pixels
             pa.field("bbox_norm", pa.list_(pa.float32())),  # the same, divided by width/height
+            # sentences of a transcript: the span of the cues they were said in, seconds
+            pa.field("time_start", pa.float64()),
+            pa.field("time_end", pa.float64()),
             pa.field("vector", vector_type(dim)),
         ]
     )

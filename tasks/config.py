@@ -45,6 +45,8 @@ class CrawlConfig(BaseModel):
         default_factory=list, description="Hosts besides the seeds' that may be fetched."
     )
     fetch_images: bool = Field(True, description="Fetch images referenced by pages.")
+    max_video_bytes: int = Field(200_000_000, ge=1024, description="Larger videos on pages are dropped with an "
+                                 "error (a video fetched as a seed or link is bounded by max_body_bytes).")
     max_pages: int = Field(
         100_000, ge=1, description="Stop following links, listing folders and reading sitemaps after this many pages."
     )
@@ -162,6 +164,30 @@ class OcrConfig(BaseModel):
     threads: int = Field(0, ge=0, description="ONNX Runtime threads for the recognizer (0: its default).")
 
 
+class VideoConfig(BaseModel):
+    """Videos (``<video>`` on pages, video seeds): keyframes chosen by scene change (PyAV), captions read."""
+
+    enabled: bool = Field(True, description="Fetch the videos on pages, decode their keyframes into image "
+                          "components and read their captions into transcript components.")
+    max_duration_s: float = Field(4 * 3600.0, gt=0, description="Longer videos (as declared, or as decoded) get "
+                                  "an error row and no keyframes.")
+    max_pixels: int = Field(3840 * 2160, ge=64 * 64, description="Videos with larger frames get an error row.")
+    sample_fps: float = Field(4.0, gt=0, le=60, description="Frames compared per second of video (scene changes "
+                              "are looked for between these).")
+    scene_threshold: float = Field(0.12, gt=0, lt=1, description="Mean absolute difference (0..1) between two "
+                                   "compared frames (64x36 RGB copies) that counts as a scene change.")
+    min_spacing_s: float = Field(2.0, ge=0, description="Keyframes are at least this many seconds apart.")
+    max_spacing_s: float = Field(60.0, gt=0, description="A keyframe is taken after this many seconds without a "
+                                 "scene change.")
+    max_keyframes: int = Field(40, ge=1, le=1000, description="Keyframes per video; decoding stops there.")
+    keyframe_side: int = Field(640, ge=32, le=4096, description="Longest side of a stored keyframe (JPEG), pixels.")
+    caption_window_s: float = Field(30.0, gt=0, description="Caption cues are grouped into transcript components "
+                                    "spanning at most this many seconds.")
+    max_caption_bytes: int = Field(2_000_000, ge=1024, description="Larger caption files get an error row.")
+    sidecar_captions: bool = Field(True, description="For a video without a <track>, try the WebVTT (then SRT) "
+                                   "file next to it (same name, .vtt/.srt); a missing one is no error.")
+
+
 class SummarizeConfig(BaseModel):
     """Layer-0 summaries: extractive by default."""
 
@@ -221,6 +247,7 @@ class BuildSettings(BaseSettings):
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
     detect: DetectConfig = Field(default_factory=DetectConfig)
     ocr: OcrConfig = Field(default_factory=OcrConfig)
+    video: VideoConfig = Field(default_factory=VideoConfig)
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task).")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -230,6 +257,6 @@ class BuildSettings(BaseSettings):
         """Hash of the settings that change what is indexed (not how fast)."""
         relevant = {"parse": self.parse.model_dump(), "embed_model": self.embed.model,
                     "detect": self.detect.model_dump(exclude={"device"}),
-                    "ocr": self.ocr.model_dump(exclude={"threads"}),
+                    "ocr": self.ocr.model_dump(exclude={"threads"}), "video": self.video.model_dump(),
                     "summarize": self.summarize.model_dump(exclude={"timeout", "retries", "concurrency"})}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,5 +1,5 @@
-"""The batch pipeline as data: ``STAGES`` (parse → pictures → detect → ocr → embed → summarize →
-embed documents), run in order over one batch of fetched pages, then ``write_batch``.
+"""The batch pipeline as data: ``STAGES`` (parse → pictures → video → detect → ocr → embed → summarize
+→ embed documents), run in order over one batch of fetched pages, then ``write_batch``.
 
 Reads fetch results (raw bodies from the raw store) and the index's stored vectors; writes the
 batch's documents, components, subcomponents, edges, fetches and errors into the index. Bad input
@@ -55,6 +55,7 @@ from laminae.tasks.nodes.search_text import (
     subcomponent_search_text,
 )
 from laminae.tasks.nodes.summaries import endpoint_summaries, extractive_summary, seq2seq_summaries
+from laminae.tasks.nodes.videos import add_video_nodes
 from laminae.tasks.parse.pages import duplicate_row, error_row, parse_documents
 from laminae.tasks.report import progress
 from laminae.tasks.storage.index_store import IndexStore
@@ -105,7 +106,7 @@ def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
                                   severity=res.severity))
         elif res.content_type not in PAGE_TYPES and not res.not_modified:
             rows.append(error_row(run_id, res.url, "crawl", "unsupported_content_type",
-                                  f"{res.content_type} (declared {res.declared_type}) is not an HTML page or a PDF; skipped"))
+                                  f"{res.content_type} (declared {res.declared_type}) is not an HTML page, a PDF or a video; skipped"))
     return rows
 
 
@@ -345,6 +346,13 @@ def _fetch_pictures(work: BatchWork) -> None:
         work.errors.append(error_row(work.run_id, url, "image", reason, message, document=comp["document_id"]))
 
 
+def _videos(work: BatchWork) -> None:
+    found = add_video_nodes(work.docs, work.raw, work.store.files, work.settings, work.run_id, work.seed_hosts,
+                            _id_maker, work.store.previous_fetches)
+    work.image_fetches.extend(found.fetches)
+    work.errors.extend(found.problems)
+
+
 def _detect(work: BatchWork) -> None:
     objects, object_edges, problems = detect_stage(work.components, work.raw, work.settings, work.store, work.run_id)
     work.errors.extend(problems)
@@ -423,6 +431,11 @@ STAGES: tuple[Stage, ...] = (
     Stage("images", _fetch_pictures, reads=("components.image_url",),
           writes=("raw: picture bytes", "components.image_key", "components.image_mime",
                   "components.image_width", "components.image_height")),
+    Stage("video", _videos, reads=("components.video_url", "components.captions_url", "raw: video bytes",
+                                   "fetches (the videos' validators)", "keyframes/ (choices by video)"),
+          writes=("raw: video, caption and keyframe bytes", "components (image: keyframes, transcript)",
+                  "subcomponents (sentence)", "edges (contains)", "components.video_key", "components.duration_s",
+                  "keyframes/"), reads_index=True),
     Stage("detect", _detect, reads=("raw: picture bytes", "components.detected", "subcomponents (object)"),
           writes=("subcomponents (object)", "edges (contains)", "components.detected"), reads_index=True),
     Stage("ocr", _read_image_text, reads=("raw: picture bytes", "ocr/ (readings by picture)"),

@@ -45,7 +45,9 @@ log = logging.getLogger("laminae.crawl")
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
-PAGE_TYPES = HTML_TYPES | {PDF_TYPE}  # what becomes a document
+VIDEO_TYPES = frozenset({"video/mp4", "video/quicktime", "video/webm", "video/x-matroska", "video/ogg",
+                         "video/x-msvideo"})
+PAGE_TYPES = HTML_TYPES | {PDF_TYPE} | VIDEO_TYPES  # what becomes a document
 ROBOTS_TTL = 3600.0  # seconds a robots.txt answer serves later crawlers in this process (image batches)
 _ROBOTS: dict[str, tuple[float, Protego | None]] = {}
 _SKIP_LINK_SUFFIXES = (
@@ -59,7 +61,7 @@ class FetchResult:
     """What happened when one URL was fetched; ``error`` is None on success."""
 
     url: str
-    kind: str = "page"  # page | image | sitemap | folder (sitemap, folder: a seed's listing went wrong)
+    kind: str = "page"  # page | image | video | captions | sitemap | folder (sitemap, folder: a seed's listing went wrong)
     final_url: str | None = None
     redirects: list[str] = field(default_factory=list)
     status: int | None = None
@@ -125,6 +127,9 @@ def sniff_content_type(body: bytes, declared: str | None) -> str:
         return "image/gif"
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
+    video = sniff_video(head)
+    if video:
+        return video
     lowered = stripped[:512].lower()
     if lowered.startswith(b"<svg") or (lowered.startswith(b"<?xml") and b"<svg" in head.lower()):
         return "image/svg+xml"
@@ -137,6 +142,19 @@ def sniff_content_type(body: bytes, declared: str | None) -> str:
     if any(tag in lowered for tag in (b"<p", b"<div", b"<h1", b"<table")):
         return "text/html"
     return "text/plain"
+
+
+def sniff_video(head: bytes) -> str | None:
+    """The video container the first bytes announce (ISO BMFF, Matroska/WebM, Ogg, AVI), or None."""
+    if head[4:8] == b"ftyp":
+        return "video/quicktime" if head[8:10] == b"qt" else "video/mp4"
+    if head.startswith(b"\x1a\x45\xdf\xa3"):
+        return "video/webm" if b"webm" in head[:64] else "video/x-matroska"
+    if head.startswith(b"OggS") and b"theora" in head[:64]:
+        return "video/ogg"
+    if head[:4] == b"RIFF" and head[8:12] == b"AVI ":
+        return "video/x-msvideo"
+    return None
 
 
 def _parse_content_type(header: str | None) -> tuple[str | None, str | None]:
@@ -335,7 +353,7 @@ class Crawler:
         return result
 
     def _read_file(self, result: FetchResult, etag: str | None) -> None:
-        max_bytes = self.cfg.max_image_bytes if result.kind == "image" else self.cfg.max_body_bytes
+        max_bytes = self._max_bytes(result.kind)
         try:
             read = read_file(result.url, self.roots, max_bytes, etag)
         except FileProblem as problem:
@@ -350,6 +368,10 @@ class Crawler:
         result.size = len(read.body)
         result.content_type = sniff_content_type(read.body, result.declared_type)
         result.raw_key = self.store.put(read.body)
+
+    def _max_bytes(self, kind: str) -> int:
+        return {"image": self.cfg.max_image_bytes, "video": self.cfg.max_video_bytes,
+                "sitemap": self.cfg.sitemap_max_bytes}.get(kind, self.cfg.max_body_bytes)
 
     def _retry_worth(self, exc: BaseException) -> bool:
         if isinstance(exc, TimeoutError):
@@ -367,8 +389,7 @@ class Crawler:
         assert self._client is not None, "use Crawler as an async context manager"
         result.error = result.message = None
         result.redirects = []
-        max_bytes = {"image": self.cfg.max_image_bytes,
-                     "sitemap": self.cfg.sitemap_max_bytes}.get(result.kind, self.cfg.max_body_bytes)
+        max_bytes = self._max_bytes(result.kind)
         url = result.url
         seen = {normalize_url(url)}
         for _hop in range(self.cfg.max_redirects + 1):
@@ -522,21 +543,16 @@ async def crawl_async(
             next_frontier: list[tuple[str, dict]] = []
             for res, (_, annotations) in zip(fetched, frontier, strict=True):
                 res.depth, res.annotations = depth, annotations
-                before = previous.get(res.url)
-                if res.not_modified and before and before.get("raw_key") in store:
-                    res.raw_key, res.content_type = before["raw_key"], before["content_type"]
-                    res.final_url, res.size = before.get("final_url") or res.url, before.get("size") or 0
-                    res.etag = res.etag or before.get("etag")
-                    res.last_modified = res.last_modified or before.get("last_modified")
-                elif res.not_modified:  # a 304 for a page whose bytes we lack: fetch it whole
-                    res = await crawler.fetch(res.url)
+                if res.not_modified and not _reuse_previous(res, previous.get(res.url), store):
+                    res = await crawler.fetch(res.url)  # a 304 for a page whose bytes we lack: fetch it whole
                     res.depth, res.annotations = depth, annotations
                 results.append(res)
                 if on_result:
                     on_result(res)
                 if res.final_url:
                     seen.add(normalize_url(res.final_url))
-                if depth == cfg.follow_links or not res.ok or res.content_type not in PAGE_TYPES or not res.raw_key:
+                if (depth == cfg.follow_links or not res.ok or res.content_type not in PAGE_TYPES
+                        or res.content_type in VIDEO_TYPES or not res.raw_key):
                     continue
                 extract = extract_pdf_links if res.content_type == PDF_TYPE else extract_links
                 for link in extract(store.get(res.raw_key), res.final_url or res.url):
@@ -594,6 +610,18 @@ async def _expand_seeds(seeds: list[Seed], crawler: Crawler, seen: set[str]
     return frontier, lastmods, listed
 
 
+def _reuse_previous(res: FetchResult, before: dict | None, store: RawStore) -> bool:
+    """Give a not-modified result the bytes, type and validators of its previous fetch; False when
+    those bytes are not in the raw store (then the URL must be fetched whole)."""
+    if not before or before.get("raw_key") not in store:
+        return False
+    res.raw_key, res.content_type = before["raw_key"], before["content_type"]
+    res.final_url, res.size = before.get("final_url") or res.url, before.get("size") or 0
+    res.etag = res.etag or before.get("etag")
+    res.last_modified = res.last_modified or before.get("last_modified")
+    return True
+
+
 def _unchanged_since(lastmod: datetime | None, before: dict | None) -> bool:
     """A sitemap's lastmod no later than the previous fetch of a page whose bytes we have."""
     fetched_at = (before or {}).get("fetched_at")
@@ -609,17 +637,29 @@ def crawl(seeds: list[Seed], cfg: CrawlConfig, store: RawStore, **kwargs) -> lis
     return asyncio.run(crawl_async(seeds, cfg, store, **kwargs))
 
 
-async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore,
-                              seed_hosts: set[str]) -> dict[str, FetchResult]:
+async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore, seed_hosts: set[str], kind: str,
+                              previous: dict[str, dict]) -> dict[str, FetchResult]:
     async with Crawler(cfg, store, seed_hosts) as crawler:
-        results = await asyncio.gather(*(crawler.fetch(u, kind="image") for u in urls))
+
+        async def fetch(url: str) -> FetchResult:
+            before = previous.get(url) or {}
+            res = await crawler.fetch(url, kind=kind, etag=before.get("etag"),
+                                      last_modified=before.get("last_modified"))
+            if res.not_modified and not _reuse_previous(res, before, store):
+                res = await crawler.fetch(url, kind=kind)
+            return res
+
+        results = await asyncio.gather(*(fetch(u) for u in urls))
     return dict(zip(urls, results, strict=True))
 
 
-def fetch_images(urls: Iterable[str], cfg: CrawlConfig, store: RawStore,
-                 seed_hosts: set[str]) -> dict[str, FetchResult]:
-    """Fetch image URLs under the page rules; out-of-scope URLs come back with error ``out_of_scope``."""
+def fetch_images(urls: Iterable[str], cfg: CrawlConfig, store: RawStore, seed_hosts: set[str], kind: str = "image",
+                 previous: dict[str, dict] | None = None) -> dict[str, FetchResult]:
+    """Fetch image URLs (or, with ``kind`` video or captions, the files a page's videos need) under
+    the page rules; out-of-scope URLs come back with error ``out_of_scope``. ``previous`` (URL → its
+    last ``fetches`` row) makes the requests conditional: a 304 answer carries the previous bytes'
+    key (``not_modified``)."""
     unique = list(dict.fromkeys(urls))
     if not unique:
         return {}
-    return asyncio.run(_fetch_images_async(unique, cfg, store, seed_hosts))
+    return asyncio.run(_fetch_images_async(unique, cfg, store, seed_hosts, kind, previous or {}))

@@ -31,6 +31,8 @@ class DocumentNodes:
 def _component_identity(comp: Component) -> str:
     if comp.kind == "image":  # a web image by its URL, a PDF's embedded image by its bytes
         return f"{comp.image_url or comp.image_key}\n{comp.text}"
+    if comp.kind == "video":
+        return f"{comp.video_url}\n{comp.text}"
     return comp.text
 
 
@@ -123,29 +125,12 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
         key = (comp.kind, content_hash(identity))
         cid = node_id(doc_id, comp.kind, identity, comp_seen[key])
         comp_seen[key] += 1
-        out.components.append({
-            "id": cid,
-            "document_id": doc_id,
-            "parent_id": doc_id,
-            "kind": comp.kind,
-            "ordinal": ordinal,
-            "section_path": comp.section_path,
-            "text": comp.text,
-            "content_hash": content_hash(comp.text),
-            "caption": comp.caption,
-            "table_kind": comp.table_kind,
-            "table_header": comp.header,
-            "table_rows": comp.rows,
-            "image_url": comp.image_url,
-            "image_alt": comp.alt,
-            "image_key": comp.image_key,
-            "image_mime": comp.image_mime,
-            "image_width": comp.width,
-            "image_height": comp.height,
-            "detected": None,
-            "page": comp.page,
-            "bbox": comp.bbox,
-        })
+        out.components.append(component_row(
+            cid, doc_id, comp.kind, ordinal, comp.text, comp.section_path, caption=comp.caption,
+            table_kind=comp.table_kind, table_header=comp.header, table_rows=comp.rows, image_url=comp.image_url,
+            image_alt=comp.alt, image_key=comp.image_key, image_mime=comp.image_mime, image_width=comp.width,
+            image_height=comp.height, video_url=comp.video_url, video_key=comp.video_key,
+            captions_url=comp.captions_url, page=comp.page, bbox=comp.bbox))
         edges.add("contains", doc_id, 0, cid)
         for link in comp.links:
             edges.link(cid, 1, link)
@@ -181,6 +166,32 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
     return out
 
 
+def component_row(cid: str, doc_id: str, kind: str, ordinal: int, text: str, section_path: list[str],
+                  **extra) -> dict:
+    """One ``components`` row (without its vector); ``extra`` sets the kind's own columns."""
+    row = {
+        "id": cid,
+        "document_id": doc_id,
+        "parent_id": doc_id,
+        "kind": kind,
+        "ordinal": ordinal,
+        "section_path": section_path,
+        "text": text,
+        "content_hash": content_hash(text),
+    }
+    row.update(dict.fromkeys(COMPONENT_COLUMNS))
+    row.update(extra)
+    return row
+
+
+# the columns of a component row that only some kinds set
+COMPONENT_COLUMNS = (
+    "caption", "table_kind", "table_header", "table_rows", "image_url", "image_alt", "image_key", "image_mime",
+    "image_width", "image_height", "detected", "video_url", "video_key", "captions_url", "duration_s", "time_s",
+    "time_start", "time_end", "page", "bbox",
+)
+
+
 def subcomponent_row(sid: str, doc_id: str, parent: str, kind: str, ordinal: int, text: str, **extra) -> dict:
     """One ``subcomponents`` row (without its vector); ``extra`` sets the kind's own columns."""
     row = {
@@ -199,6 +210,8 @@ def subcomponent_row(sid: str, doc_id: str, parent: str, kind: str, ordinal: int
         "score": None,
         "bbox": None,
         "bbox_norm": None,
+        "time_start": None,
+        "time_end": None,
     }
     row.update(extra)
     return row

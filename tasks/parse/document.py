@@ -20,7 +20,7 @@ class Link:
 
 @dataclass
 class Component:
-    kind: str  # paragraph | table | image
+    kind: str  # paragraph | table | image | video
     text: str
     section_path: list[str]
     links: list[Link] = field(default_factory=list)
@@ -42,6 +42,10 @@ class Component:
     image_data: bytes | None = None
     image_key: str | None = None  # raw-store key once ``image_data`` is stored
     image_mime: str | None = None
+    # videos: the video's URL (its key once fetched: a video document's own bytes) and its captions'
+    video_url: str | None = None
+    video_key: str | None = None
+    captions_url: str | None = None
 
 
 @dataclass
@@ -52,7 +56,7 @@ class ParsedPage:
     lang: str | None
     components: list[Component]
     warnings: list[str] = field(default_factory=list)
-    kind: str = "html"  # html | pdf
+    kind: str = "html"  # html | pdf | video
 
 
 def linearize_table(caption: str | None, header: list[str] | None, rows: list[list[str]]) -> str:

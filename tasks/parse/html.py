@@ -3,7 +3,8 @@
 Reads raw page bytes (any encoding) and the URL they came from; writes nothing. Keeps the section
 path (heading hierarchy) of every component; expands table colspan/rowspan, detects header rows
 and infobox key/value tables, handles nested tables once; resolves image ``src`` and finds
-captions. Leaves out navigation, footers, scripts, styles, edit links and reference lists.
+captions; ``<video>`` elements become video components with their source and caption track.
+Leaves out navigation, footers, scripts, styles, edit links and reference lists.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class ParseError(ValueError):
 
 SKIP_TAGS = frozenset({
     "script", "style", "noscript", "template", "nav", "footer", "aside", "form", "button", "select",
-    "input", "textarea", "svg", "iframe", "object", "embed", "canvas", "video", "audio", "map",
+    "input", "textarea", "svg", "iframe", "object", "embed", "canvas", "audio", "map",
     "link", "meta", "head", "title", "sup_reference",
 })
 SKIP_CLASSES = frozenset({
@@ -187,6 +188,9 @@ class HtmlParser:
         if tag == "img":
             if collect_images:
                 self.image(el)
+        elif tag == "video":
+            if collect_images:
+                self.video(el)
         elif tag == "br":
             tb.space()
         elif tag == "math":
@@ -376,6 +380,27 @@ class HtmlParser:
             )
         )
 
+    def video(self, el: etree._Element) -> None:
+        """A ``<video>``: its ``src`` or first ``<source>``, and its captions ``<track>`` (the default
+        one first); the fallback text inside it is not the page's."""
+        if el in self.consumed:
+            return
+        self.consumed.add(el)
+        sources = [el.get("src"), *(s.get("src") for s in el.iter("source"))]
+        url = next((u for u in map(self.resolve, sources) if u), None)
+        if url is None:
+            return
+        tracks = [t for t in el.iter("track")
+                  if (t.get("kind") or "subtitles").lower() in ("captions", "subtitles") and t.get("src")]
+        tracks.sort(key=lambda t: t.get("default") is None)
+        captions = next((u for u in (self.resolve(t.get("src")) for t in tracks) if u), None)
+        caption, _ = self.caption_for(el)
+        label = (el.get("title") or el.get("aria-label") or "").strip() or None
+        self.components.append(Component(
+            "video", "", self.section_path(), caption=caption, alt=label, video_url=url, captions_url=captions,
+            width=_int_attr(el, "width"), height=_int_attr(el, "height"),
+        ))
+
     # -- tables --------------------------------------------------------------------------------
     def table(self, el: etree._Element) -> None:
         if el in self.consumed:
@@ -532,7 +557,7 @@ class HtmlParser:
             content = root.find("body") if root.find("body") is not None else root
         self.block(content)
         for comp in self.components:
-            if comp.kind == "image":
+            if comp.kind in ("image", "video"):
                 comp.text = image_text_proxy(comp, self.title)
         return ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components)
 
@@ -580,8 +605,10 @@ def _dedupe_links(links: list[Link]) -> list[Link]:
 
 
 def image_text_proxy(comp: Component, title: str) -> str:
-    """What a text-only model reads for an image: alt text, caption, section and page title."""
-    parts = [f"Image: {comp.alt}" if comp.alt else "Image"]
+    """What a text-only model reads for an image (or a video): alt text (its title), caption,
+    section and page title."""
+    what = "Video" if comp.kind == "video" else "Image"
+    parts = [f"{what}: {comp.alt}" if comp.alt else what]
     if comp.caption:
         parts.append(f"Caption: {comp.caption}")
     where = " > ".join([title, *comp.section_path[-1:]]) if title else " > ".join(comp.section_path[-1:])

@@ -10,14 +10,15 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 from functools import lru_cache
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from laminae.schemas.ids import digest, document_id
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, FetchResult
+from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, FetchResult
 from laminae.tasks.crawl.pictures import check_image
 from laminae.tasks.nodes.build import DocumentNodes, build_nodes
-from laminae.tasks.parse.html import ParseError, parse_html
+from laminae.tasks.parse.document import Component, ParsedPage
+from laminae.tasks.parse.html import ParseError, image_text_proxy, parse_html
 from laminae.tasks.parse.isolated import WorkerCrash, worker_pool
 from laminae.tasks.parse.pdf import PdfError, parse_pdf
 from laminae.tasks.storage.rawstore import RawStore
@@ -105,6 +106,16 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
     return docs, errors
 
 
+def video_page(res: FetchResult) -> ParsedPage:
+    """A video fetched as a page: a document of one video component (its keyframes and captions
+    are added by the video stage), titled by its file name."""
+    url = res.final_url or res.url
+    title = unquote(urlsplit(url).path.rstrip("/").rpartition("/")[2]) or url
+    video = Component("video", "", [], video_url=url, video_key=res.raw_key)
+    video.text = image_text_proxy(video, title)
+    return ParsedPage(url, title, None, None, [video], kind="video")
+
+
 @lru_cache(maxsize=8)
 def _raw_store(index_dir: str) -> RawStore:
     """One raw store per index and process (opening object storage costs a round trip)."""
@@ -119,7 +130,9 @@ def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
     raw = _raw_store(index_dir)
     pdf = res.content_type == PDF_TYPE
     try:
-        if pdf:
+        if res.content_type in VIDEO_TYPES:
+            page = video_page(res)
+        elif pdf:
             page = parse_pdf(raw.get(res.raw_key), res.final_url or res.url, settings.parse, settings.ocr)
         else:
             page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS
 
+from laminae.schemas.ids import digest
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import MANIFEST_DIR, SNAPSHOT_DIR, IndexFiles, snapshot_dir, storage_options
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
@@ -91,6 +92,11 @@ class IndexStore:
         for name, schema in table_schemas(embedder["dim"]).items():
             if name not in existing:
                 self.db.create_table(name, schema=schema, exist_ok=True)
+                continue
+            tbl = self.db.open_table(name)
+            missing = [f for f in schema if f.name not in tbl.schema.names]
+            if missing:  # nullable columns added since the index was built (videos' times): all null
+                tbl.add_columns(pa.schema(missing))
         return False
 
     def remember(self, **entries) -> None:
@@ -181,13 +187,17 @@ class IndexStore:
         for start in range(0, len(ids), chunk):
             self.table(name).delete(f"id IN ({sql_list(ids[start : start + chunk])})")
 
-    def previous_fetches(self) -> dict[str, dict]:
-        """The last ``fetches`` row of every URL (for conditional requests and sitemap lastmods)."""
+    def previous_fetches(self, urls: list[str] | None = None) -> dict[str, dict]:
+        """The last ``fetches`` row of every URL, or of ``urls`` only (for conditional requests and
+        sitemap lastmods)."""
         tbl = self.table("fetches")
-        if tbl.count_rows() == 0:
+        if tbl.count_rows() == 0 or urls == []:
             return {}
-        rows = tbl.search().select(["url", "final_url", "etag", "last_modified", "raw_key", "content_type", "size",
-                                    "fetched_at", "error"]).limit(None).to_arrow().to_pylist()
+        query = tbl.search()
+        if urls is not None:
+            query = query.where(f"id IN ({sql_list(['f' + digest(u) for u in urls])})")
+        rows = query.select(["url", "final_url", "etag", "last_modified", "raw_key", "content_type", "size",
+                             "fetched_at", "error"]).limit(None).to_arrow().to_pylist()
         return {r["url"]: r for r in rows if not r["error"]}
 
     def documents_by_url(self) -> dict[str, str]:

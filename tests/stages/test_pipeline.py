@@ -34,8 +34,8 @@ def test_adding_a_stage_is_one_list_entry(tmp_path):
     parsed = parse_batch([fetched], index, settings, "run", {"t.test"}, stages)
     assert parsed.stages_run == ["parse", "census", "images"] and kinds_seen == [["paragraph", "table"]]
     processed = process_batch([fetched], index, settings, "run", {"t.test"}, parsed, stages)
-    assert parsed.stages_run == ["parse", "census", "images", "detect", "ocr", "embed", "summarize", "embed"]
-    assert set(processed.seconds) == {"parse", "census", "images", "detect", "ocr", "embed", "summarize"}
+    assert parsed.stages_run == ["parse", "census", "images", "video", "detect", "ocr", "embed", "summarize", "embed"]
+    assert set(processed.seconds) == {"parse", "census", "images", "video", "detect", "ocr", "embed", "summarize"}
     (doc,) = processed.docs
     assert all(c["ordinal_tag"] == f"{c['kind']}-{c['ordinal']}" for c in doc.components)
     nodes = [doc.document, *doc.components, *doc.subcomponents]

@@ -1,0 +1,203 @@
+"""Videos: video components → their keyframes (image components) and captions (transcript components).
+
+Reads the batch's video components (``video_url``, ``captions_url``; a video document's already
+carries its bytes' ``video_key``), fetches the videos on pages and their caption files (the
+``<track>``'s, else the WebVTT or SRT file next to the video) into the raw store (a video fetched
+before is asked for with its ETag and Last-Modified: a 304 keeps its bytes), and the keyframe
+cache (``laminae.tasks.nodes.keyframes``). Writes, per video: ``video_key``, ``duration_s`` and the
+frame size on its row; after it, one ``image`` component per keyframe (``time_s``, the picture in the
+raw store, ``image_url`` the video's URL with ``#t=<seconds>``) that the detect, OCR and embed
+stages treat like any picture, and the ``transcript`` components with their timed sentences
+(``laminae.tasks.nodes.transcripts``); their ``contains`` edges; fetch results; and problems
+(stage ``video`` or ``captions``): the page around a broken video is indexed as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from laminae.schemas.storage import IndexFiles
+from laminae.schemas.timecodes import clock
+from laminae.tasks.config import BuildSettings
+from laminae.tasks.crawl.fetch import FetchResult, fetch_images
+from laminae.tasks.crawl.files import is_file_url
+from laminae.tasks.nodes.build import DocumentNodes, component_row, edge_row
+from laminae.tasks.nodes.keyframes import (
+    VideoFrames,
+    VideoProblem,
+    cached_frames,
+    choose_keyframes,
+    remember_frames,
+)
+from laminae.tasks.nodes.search_text import serialize_document
+from laminae.tasks.nodes.transcripts import CaptionError, parse_captions, transcript_nodes
+from laminae.tasks.parse.pages import error_row
+from laminae.tasks.storage.rawstore import RawStore
+
+log = logging.getLogger("laminae.video")
+SIDECARS = (".vtt", ".srt")
+
+
+@dataclass
+class VideoNodes:
+    """What the stage did with one batch's videos."""
+
+    fetches: list[FetchResult] = field(default_factory=list)
+    problems: list[dict] = field(default_factory=list)
+    decoded: int = 0  # distinct videos run through the decoder
+    cached: int = 0  # distinct videos whose keyframes came from the cache
+
+
+def sidecars(video_url: str) -> list[str]:
+    """The caption files that may sit next to a video: its URL with ``.vtt``, then ``.srt``."""
+    parts = urlsplit(video_url)
+    stem, dot, _ = parts.path.rpartition(".")
+    base = stem if dot and "/" not in parts.path[len(stem):] else parts.path
+    return [urlunsplit((parts.scheme, parts.netloc, base + suffix, "", "")) for suffix in SIDECARS]
+
+
+def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles, settings: BuildSettings,
+                    run_id: str, seed_hosts: set[str], make_id: Callable[[str], Callable[[str, str], str]],
+                    previous: Callable[[list[str]], dict[str, dict]] | None = None) -> VideoNodes:
+    """Fetch, decode (or find in the cache) and caption every video component of ``docs``, in place.
+    ``make_id(document_id)`` gives the id maker of a document's new nodes; ``previous(urls)`` the
+    last ``fetches`` rows of the videos' URLs (a video fetched before is asked for conditionally:
+    ETag, Last-Modified)."""
+    out = VideoNodes()
+    cfg = settings.video
+    videos = [(d, c) for d in docs for c in d.components if c["kind"] == "video" and c.get("video_url")]
+    if not videos or not cfg.enabled:
+        return out
+    urls = [c["video_url"] for _, c in videos if not c["video_key"]]
+    fetched = fetch_images(urls, settings.crawl, raw, seed_hosts, kind="video",
+                           previous=previous(urls) if previous and urls else None)
+    tracks = {c["id"]: _caption_files(c, cfg.sidecar_captions) for _, c in videos}
+    captions = fetch_images([u for found in tracks.values() for u in found], settings.crawl, raw, seed_hosts,
+                            kind="captions")
+    out.fetches = [r for r in fetched.values() if r.error != "out_of_scope"]
+    out.fetches += [r for r in captions.values() if r.ok]
+    frames_by_key: dict[str, VideoFrames | None] = {}
+    for doc, video in videos:
+        make = make_id(doc.document["id"])
+        added: list[dict] = []
+        key = video["video_key"] or _fetched_key(fetched.get(video["video_url"]), video, run_id, out)
+        if key:
+            video["video_key"] = key
+            if key not in frames_by_key:
+                frames_by_key[key] = _frames(key, video, raw, files, settings, run_id, out)
+            frames = frames_by_key[key]
+            if frames is not None:
+                video["duration_s"] = frames.duration_s
+                video["image_width"], video["image_height"] = frames.width, frames.height
+                added += [_keyframe_row(video, k, make) for k in frames.keyframes]
+        subcomponents, edges = [], [edge_row("contains", video["document_id"], 0, c["id"], video["document_id"])
+                                    for c in added]
+        cues = _cues(video, tracks[video["id"]], captions, raw, settings, run_id, out)
+        if cues:
+            comps, subcomponents, caption_edges = transcript_nodes(video, cues, cfg.caption_window_s,
+                                                                   settings.parse.language, make)
+            added += comps
+            edges += caption_edges
+        _insert_after(doc, video, added, subcomponents, edges)
+    log.info("video: %d videos decoded, %d from the cache", out.decoded, out.cached)
+    return out
+
+
+def _caption_files(video: dict, sidecar: bool) -> list[str]:
+    """Where a video's captions may be: its track, else (with ``sidecar``) the files next to it."""
+    if video["captions_url"]:
+        return [video["captions_url"]]
+    return sidecars(video["video_url"]) if sidecar else []
+
+
+def _fetched_key(res: FetchResult | None, video: dict, run_id: str, out: VideoNodes) -> str | None:
+    if res is None or (res.error == "out_of_scope" and not is_file_url(res.url)):
+        return None  # videos on other hosts are not fetched; the URL stays on the row
+    if not res.ok:
+        out.problems.append(error_row(run_id, video["video_url"], "video", res.error or "unknown", res.message or "",
+                                      document=video["document_id"]))
+        return None
+    return res.raw_key
+
+
+def _frames(key: str, video: dict, raw: RawStore, files: IndexFiles, settings: BuildSettings, run_id: str,
+            out: VideoNodes) -> VideoFrames | None:
+    """The keyframes of one video's bytes: cached, or decoded now and cached; None after a problem."""
+    cfg = settings.video
+    frames = cached_frames(key, files, cfg, raw.__contains__)
+    if frames is not None:
+        out.cached += 1
+    else:
+        try:
+            frames = choose_keyframes(raw.get(key), cfg, raw.put)
+        except VideoProblem as problem:
+            frames = VideoFrames(reason=problem.reason, message=str(problem))
+        except Exception as exc:  # one video FFmpeg chokes on must not stop the batch
+            frames = VideoFrames(reason="undecodable_video", message=f"{type(exc).__name__}: {exc}")
+        out.decoded += 1
+        remember_frames(key, frames, files, cfg)
+    doc = video["document_id"]
+    if frames.reason:
+        out.problems.append(error_row(run_id, video["video_url"], "video", frames.reason, frames.message or "",
+                                      document=doc))
+        return None
+    if frames.warning:
+        out.problems.append(error_row(run_id, video["video_url"], "video", "truncated_video", frames.warning,
+                                      severity="warning", document=doc))
+    return frames
+
+
+def _keyframe_row(video: dict, frame, make: Callable[[str, str], str]) -> dict:
+    text = f"Video frame at {clock(frame.time_s)}. {video['text']}"
+    url = f"{video['video_url']}#t={frame.time_s:g}"
+    return component_row(
+        make("image", f"{url}\n{text}"), video["document_id"], "image", 0, text, video["section_path"],
+        caption=video["caption"], image_url=url, image_alt=video["image_alt"], image_key=frame.image_key,
+        image_mime="image/jpeg", image_width=frame.width, image_height=frame.height, video_url=video["video_url"],
+        time_s=frame.time_s)
+
+
+def _cues(video: dict, urls: list[str], captions: dict[str, FetchResult], raw: RawStore, settings: BuildSettings,
+          run_id: str, out: VideoNodes):
+    """The cues of the video's track (or of the first sidecar file found); a missing sidecar is no error."""
+    doc = video["document_id"]
+    for url in urls:
+        res = captions.get(url)
+        if res is None or (res.error == "out_of_scope" and not is_file_url(url)):
+            continue
+        if not res.ok:
+            if video["captions_url"]:
+                out.problems.append(error_row(run_id, url, "captions", res.error or "unknown", res.message or "",
+                                              document=doc))
+            continue
+        data = raw.get(res.raw_key)
+        try:
+            if len(data) > settings.video.max_caption_bytes:
+                raise CaptionError("captions_too_large", f"{len(data)} bytes exceeds max_caption_bytes "
+                                   f"({settings.video.max_caption_bytes})")
+            cues = parse_captions(data)
+        except CaptionError as problem:
+            out.problems.append(error_row(run_id, url, "captions", problem.reason, str(problem), document=doc))
+            return None
+        video["captions_url"] = url
+        return cues
+    return None
+
+
+def _insert_after(doc: DocumentNodes, video: dict, added: list[dict], subcomponents: list[dict],
+                  edges: list[dict]) -> None:
+    """Place a video's new components right after it (ordinals renumbered) and serialize the document."""
+    if not added:
+        return
+    at = next(i for i, c in enumerate(doc.components) if c is video) + 1
+    doc.components[at:at] = added
+    for ordinal, comp in enumerate(doc.components):
+        comp["ordinal"] = ordinal
+    doc.subcomponents.extend(subcomponents)
+    doc.edges.extend(edges)
+    doc.document["n_components"] = len(doc.components)
+    doc.document["n_subcomponents"] = len(doc.subcomponents)
+    serialize_document(doc.document, doc.components, doc.subcomponents)
