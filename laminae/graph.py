@@ -2,8 +2,9 @@
 
 Reads the node tables (``id``, ``document_id``, ``parent_id``, ``kind``, ``text``, ``vector``)
 and the ``links_to`` edges at one pinned version, or a snapshot of this view that the builder
-saved for that version (``_snapshots/NNNNNNNN/``: numpy arrays memory-mapped, Arrow IPC files),
-which loads in a fraction of the time. ``Graph.save`` writes such a snapshot. Rows of every layer
+saved for that version (``_snapshots/NNNNNNNN/``: numpy arrays memory-mapped, Arrow IPC files;
+since issue 19 also each layer's sign codes, ``codes{i}.npy``, see ``laminae.vectors``), which loads
+in a fraction of the time. ``Graph.save`` writes such a snapshot. Rows of every layer
 are grouped by document (and subcomponents by parent), so each group is one contiguous slice.
 """
 
@@ -19,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from laminae.vectors import layer_is_compact, sign_codes, write_codes
+
 
 @dataclass
 class Layer:
@@ -32,6 +35,8 @@ class Layer:
     parent: np.ndarray  # int32 index into the layer above (documents for components)
     starts: np.ndarray  # per document: first row (len = n_documents + 1)
     parent_starts: np.ndarray | None = None  # per parent row: first row (rows are grouped by parent)
+    codes: np.ndarray | None = None  # uint64 (n, words) sign codes (laminae.vectors), memory-mapped
+    compact: bool = False  # moves scan the codes and re-score a shortlist (Graph.use_search)
     _position: dict[str, int] | None = field(default=None, repr=False)
 
     @property
@@ -199,6 +204,16 @@ class Graph:
             starts=np.searchsorted(grouped, np.arange(n_docs + 1)).astype(np.int64),
         )
 
+    def use_search(self, search: str) -> None:
+        """Pick, per layer, exact scans of the vectors or code scans with exact re-scoring
+        (``laminae.vectors.layer_is_compact``); ``compact`` computes codes a layer lacks (a
+        snapshot written before codes existed, a view loaded from the tables), reading its
+        vectors once."""
+        for lay in self.layers:
+            if search == "compact" and lay.codes is None:
+                lay.codes = _codes_of(lay.vectors)
+            lay.compact = layer_is_compact(lay.vectors, lay.codes, search)
+
     # -- snapshots -----------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write this view to ``directory`` (replaced atomically; ``COMPLETE`` marks a whole one)."""
@@ -208,6 +223,7 @@ class Graph:
         try:
             for i, lay in enumerate(self.layers):
                 np.save(tmp / f"vectors{i}.npy", lay.vectors)
+                write_codes(tmp / f"codes{i}.npy", lay.vectors)
                 arrays = {"doc": lay.doc, "parent": lay.parent, "starts": lay.starts}
                 if lay.parent_starts is not None:
                     arrays["parent_starts"] = lay.parent_starts
@@ -243,13 +259,15 @@ class Graph:
                 table = pa.ipc.open_file(source).read_all()
             ids = table.column("id").to_numpy(zero_copy_only=False)
             parent_starts = src / f"parent_starts{i}.npy"
+            codes = src / f"codes{i}.npy"  # absent in snapshots written before issue 19
             layer = Layer(
-                ids=ids, kinds=table.column("kind").to_numpy(zero_copy_only=False),
+                ids=ids, kinds=_strings(table.column("kind")),
                 text=table.column("text").combine_chunks(),
                 vectors=np.load(src / f"vectors{i}.npy", mmap_mode="r"),
                 doc=np.load(src / f"doc{i}.npy"), parent=np.load(src / f"parent{i}.npy"),
                 starts=np.load(src / f"starts{i}.npy"),
                 parent_starts=np.load(parent_starts) if parent_starts.exists() else None,
+                codes=np.load(codes, mmap_mode="r") if codes.exists() else None,
             )
             if i == 0:
                 graph.titles = table.column("title").combine_chunks()
@@ -263,3 +281,19 @@ class Graph:
         for c, d in np.load(src / "component_links.npy").tolist():
             graph.component_links.setdefault(c, set()).add(d)
         return graph
+
+
+def _strings(column: pa.ChunkedArray) -> np.ndarray:
+    """A column of few distinct strings (kinds) as an object array sharing one str per value."""
+    if len(column) == 0:
+        return np.zeros(0, dtype=object)
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    values = np.array(encoded.dictionary.to_pylist(), dtype=object)
+    return values[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def _codes_of(vectors: np.ndarray, block: int = 65_536) -> np.ndarray:
+    """Sign codes of a layer's vectors computed in memory, block by block."""
+    if len(vectors) == 0:
+        return sign_codes(vectors)
+    return np.concatenate([sign_codes(vectors[s:s + block]) for s in range(0, len(vectors), block)])

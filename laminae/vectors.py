@@ -1,0 +1,188 @@
+"""Compact vector search for layers too large to scan exactly: sign codes, a shortlist, exact re-scoring.
+
+Reads a layer's float32 vectors (in memory or memory-mapped from a snapshot's ``vectors{i}.npy``)
+and its sign codes (``codes{i}.npy``, memory-mapped); writes ``codes{i}.npy`` next to the vectors
+(``write_codes``). Nothing else.
+
+A sign code keeps one bit per dimension (``vector > 0``), packed and padded to whole 64-bit
+words: 48 bytes a 384-d vector instead of 1,536. The Hamming distance between two codes
+estimates the angle between the vectors (SimHash), so a scan of the codes (XOR and popcount,
+``hamming``) ranks every row about as exact similarity would, at a thirty-second of the bytes.
+A move then re-scores a shortlist of the best rows (or documents, or components) exactly with
+the float32 vectors, reading only those rows of the memory-mapped file: the scores a move
+returns are always exact similarities; what the codes can cost is recall (a row the codes rank
+below the shortlist is missed), which ``bench/reader.py`` measures against exact search.
+
+Which layers are scanned through codes (``layer_is_compact``): ``search="exact"`` none,
+``search="compact"`` every layer with codes, ``search="auto"`` (the default) the layers whose
+float32 vectors take more than ``$LAMINAE_EXACT_SEARCH_LIMIT_GB`` (default 4 GiB: 2.8M 384-d
+vectors), so an index of 1M subcomponents is searched exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+SEARCH_MODES = ("auto", "exact", "compact")
+EXACT_LIMIT_ENV = "LAMINAE_EXACT_SEARCH_LIMIT_GB"
+DEFAULT_EXACT_LIMIT_GB = 4.0
+SHORTLIST_ROWS = 1000  # rows re-scored exactly after a flat scan of the codes (search, k <= this)
+SHORTLIST_GROUPS = 300  # documents or components re-scored exactly after a grouped scan
+CODE_BLOCK = 32_768  # rows per block of a code scan (stays in cache)
+WRITE_BLOCK = 65_536  # rows per block when codes are computed from vectors
+_THREADS = 2
+
+_pool: ThreadPoolExecutor | None = None
+
+
+class SearchSettingError(ValueError):
+    """A search mode or exact-search limit the reader cannot use; the message says what is allowed."""
+
+
+def exact_limit_bytes() -> float:
+    """The float32 bytes above which ``search="auto"`` scans a layer's codes (from the environment)."""
+    raw = os.environ.get(EXACT_LIMIT_ENV)
+    if raw is None or raw == "":
+        return DEFAULT_EXACT_LIMIT_GB * 2**30
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise SearchSettingError(f"${EXACT_LIMIT_ENV} must be a number of GiB >= 0 (e.g. 4); got {raw!r}")
+    return value * 2**30
+
+
+def check_mode(search: str) -> str:
+    if search not in SEARCH_MODES:
+        raise SearchSettingError(f"search must be one of {', '.join(SEARCH_MODES)}; got {search!r}")
+    return search
+
+
+def layer_is_compact(vectors: np.ndarray, codes: np.ndarray | None, search: str) -> bool:
+    """Whether moves scan this layer's codes (then re-score a shortlist) instead of its vectors."""
+    if codes is None or search == "exact" or len(vectors) == 0:
+        return False
+    return search == "compact" or vectors.nbytes > exact_limit_bytes()
+
+
+def code_words(dim: int) -> int:
+    """64-bit words of one code: one bit per dimension, padded with zero bits."""
+    return (dim + 63) // 64
+
+
+def sign_codes(vectors: np.ndarray) -> np.ndarray:
+    """Sign codes of ``vectors`` (n, dim) as (n, words) uint64 (bits past ``dim`` are zero)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    n, dim = vectors.shape
+    packed = np.zeros((n, code_words(dim) * 8), dtype=np.uint8)
+    packed[:, : (dim + 7) // 8] = np.packbits(vectors > 0, axis=1)
+    return packed.view(np.uint64)
+
+
+def write_codes(path: str | os.PathLike[str], vectors: np.ndarray, block: int = WRITE_BLOCK) -> None:
+    """Write the sign codes of ``vectors`` to ``path`` (.npy), block by block (vectors may be a memory map)."""
+    n, dim = vectors.shape
+    out = np.lib.format.open_memmap(Path(path), mode="w+", dtype=np.uint64, shape=(n, code_words(dim)))
+    for start in range(0, n, block):
+        out[start:start + block] = sign_codes(vectors[start:start + block])
+    out.flush()
+    del out
+
+
+def _scan_part(codes: np.ndarray, query_codes: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
+    words = codes.shape[1]
+    for start in range(lo, hi, CODE_BLOCK):
+        end = min(hi, start + CODE_BLOCK)
+        block = codes[start:end]
+        for j, q in enumerate(query_codes):
+            counts = np.bitwise_count(np.bitwise_xor(block, q))
+            target = out[start:end, j]
+            if words == 1:
+                target[:] = counts[:, 0]
+                continue
+            np.add(counts[:, 0], counts[:, 1], out=target, dtype=np.uint16)
+            for w in range(2, words):
+                np.add(target, counts[:, w], out=target)
+
+
+def hamming(codes: np.ndarray, query_codes: np.ndarray) -> np.ndarray:
+    """Hamming distances (rows × queries, uint16) of every code to each query's code.
+
+    Blocks of ``CODE_BLOCK`` rows, split over two threads (numpy releases the GIL in XOR and
+    popcount): about 20 ms per million 384-bit codes and query on this 2-core machine.
+    """
+    global _pool
+    n = len(codes)
+    out = np.empty((n, len(query_codes)), dtype=np.uint16)
+    if n == 0:
+        return out
+    if n < 4 * CODE_BLOCK:
+        _scan_part(codes, query_codes, out, 0, n)
+        return out
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="laminae-codes")
+    cuts = np.linspace(0, n, _THREADS + 1).astype(np.int64)
+    cuts[1:-1] -= cuts[1:-1] % CODE_BLOCK
+    futures = [_pool.submit(_scan_part, codes, query_codes, out, int(cuts[i]), int(cuts[i + 1]))
+               for i in range(_THREADS)]
+    for future in futures:
+        future.result()
+    return out
+
+
+def group_min(values: np.ndarray, starts: np.ndarray, empty: int) -> np.ndarray:
+    """Min of ``values[starts[i]:starts[i+1]]`` per group i (``empty`` for an empty group)."""
+    n = len(starts) - 1
+    out = np.full((n, *values.shape[1:]), empty, dtype=values.dtype)
+    nonempty = starts[:-1] < starts[1:]
+    if len(values) and nonempty.any():
+        out[nonempty] = np.minimum.reduceat(values, starts[:-1][nonempty], axis=0)
+    return out
+
+
+def best_by_distance(distances: np.ndarray, depth: int) -> np.ndarray:
+    """Positions of the ``depth`` smallest distances per query column, their union, sorted."""
+    if distances.ndim == 1:
+        distances = distances[:, None]
+    n = len(distances)
+    if n <= depth:
+        return np.arange(n, dtype=np.int64)
+    picks = [np.argpartition(distances[:, j], depth - 1)[:depth] for j in range(distances.shape[1])]
+    return np.unique(np.concatenate(picks)).astype(np.int64)
+
+
+def shortlist_rows(codes: np.ndarray, queries: np.ndarray, depth: int = SHORTLIST_ROWS) -> np.ndarray:
+    """Rows whose codes are among the ``depth`` nearest to any query (sorted)."""
+    return best_by_distance(hamming(codes, sign_codes(queries)), depth)
+
+
+def shortlist_groups(codes: np.ndarray, starts: np.ndarray, queries: np.ndarray,
+                     depth: int = SHORTLIST_GROUPS, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Groups (documents or components: rows ``starts[i]:starts[i+1]``) whose nearest code is among
+    the ``depth`` nearest to any query (sorted). Empty groups, and groups not ``allowed`` (a mask
+    over groups), are never listed."""
+    if len(codes) == 0:
+        return np.zeros(0, dtype=np.int64)
+    empty = np.iinfo(np.uint16).max
+    nearest = group_min(hamming(codes, sign_codes(queries)), starts, empty)
+    if allowed is not None:
+        nearest[~allowed] = empty
+    picked = best_by_distance(nearest, depth)
+    return picked[nearest[picked].min(axis=1) < empty]
+
+
+def rescored_rows(vectors: np.ndarray, codes: np.ndarray, q: np.ndarray, depth: int = SHORTLIST_ROWS) -> np.ndarray:
+    """Similarity of every row to ``q``: exact (float32 vectors) for the rows the codes shortlist,
+    -inf for the others; only the shortlisted rows of ``vectors`` are read."""
+    out = np.full(len(vectors), -np.inf, dtype=np.float32)
+    rows = shortlist_rows(codes, q[None, :], depth)
+    if len(rows):
+        out[rows] = np.asarray(vectors[rows], dtype=np.float32) @ q
+    return out
