@@ -11,8 +11,6 @@ are grouped by document (and subcomponents by parent), so each group is one cont
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from laminae.vectors import layer_is_compact, sign_codes, write_codes
+from laminae.snapshot_writer import SnapshotWriter
+from laminae.vectors import layer_is_compact, sign_codes
 
 
 @dataclass
@@ -217,36 +216,18 @@ class Graph:
     # -- snapshots -----------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write this view to ``directory`` (replaced atomically; ``COMPLETE`` marks a whole one)."""
-        target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-snapshot-"))
+        dim = self.layers[0].vectors.shape[1]
+        writer = SnapshotWriter(directory, tuple(len(lay.ids) for lay in self.layers), dim)
         try:
             for i, lay in enumerate(self.layers):
-                np.save(tmp / f"vectors{i}.npy", lay.vectors)
-                write_codes(tmp / f"codes{i}.npy", lay.vectors)
-                arrays = {"doc": lay.doc, "parent": lay.parent, "starts": lay.starts}
-                if lay.parent_starts is not None:
-                    arrays["parent_starts"] = lay.parent_starts
-                for name, values in arrays.items():
-                    np.save(tmp / f"{name}{i}.npy", values)
-                columns = {"id": pa.array(lay.ids.tolist(), pa.string()),
-                           "kind": pa.array(lay.kinds.tolist(), pa.string()), "text": lay.text}
-                if i == 0:
-                    columns.update(title=self.titles, url=self.urls)
-                table = pa.table(columns)
-                with pa.OSFile(str(tmp / f"nodes{i}.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                    w.write_table(table)
-            pairs = [(s, d) for s, ds in self.out_links.items() for d in ds]
-            comp_pairs = [(c, d) for c, ds in self.component_links.items() for d in ds]
-            np.save(tmp / "links.npy", np.array(pairs, dtype=np.int64).reshape(-1, 2))
-            np.save(tmp / "component_links.npy", np.array(comp_pairs, dtype=np.int64).reshape(-1, 2))
-            (tmp / "COMPLETE").write_text("1")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
+                extra = {"title": self.titles, "url": self.urls} if i == 0 else {}
+                writer.add(i, ids=lay.ids.tolist(), kinds=lay.kinds.tolist(), text=lay.text,
+                           vectors=lay.vectors, doc=lay.doc, parent=lay.parent, **extra)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            writer.abort()
             raise
+        writer.close([(s, d) for s, ds in self.out_links.items() for d in ds],
+                     [(c, d) for c, ds in self.component_links.items() for d in ds])
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Graph:

@@ -1,8 +1,8 @@
 """Compact vector search for layers too large to scan exactly: sign codes, a shortlist, exact re-scoring.
 
 Reads a layer's float32 vectors (in memory or memory-mapped from a snapshot's ``vectors{i}.npy``)
-and its sign codes (``codes{i}.npy``, memory-mapped); writes ``codes{i}.npy`` next to the vectors
-(``write_codes``). Nothing else.
+and its sign codes (``codes{i}.npy``, memory-mapped, written by ``laminae.snapshot_writer``);
+writes nothing.
 
 A sign code keeps one bit per dimension (``vector > 0``), packed and padded to whole 64-bit
 words: 48 bytes a 384-d vector instead of 1,536. The Hamming distance between two codes
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 
@@ -33,7 +32,6 @@ DEFAULT_EXACT_LIMIT_GB = 4.0
 SHORTLIST_ROWS = 1000  # rows re-scored exactly after a flat scan of the codes (search, k <= this)
 SHORTLIST_GROUPS = 300  # documents or components re-scored exactly after a grouped scan
 CODE_BLOCK = 32_768  # rows per block of a code scan (stays in cache)
-WRITE_BLOCK = 65_536  # rows per block when codes are computed from vectors
 _THREADS = 2
 
 _pool: ThreadPoolExecutor | None = None
@@ -84,16 +82,6 @@ def sign_codes(vectors: np.ndarray) -> np.ndarray:
     packed = np.zeros((n, code_words(dim) * 8), dtype=np.uint8)
     packed[:, : (dim + 7) // 8] = np.packbits(vectors > 0, axis=1)
     return packed.view(np.uint64)
-
-
-def write_codes(path: str | os.PathLike[str], vectors: np.ndarray, block: int = WRITE_BLOCK) -> None:
-    """Write the sign codes of ``vectors`` to ``path`` (.npy), block by block (vectors may be a memory map)."""
-    n, dim = vectors.shape
-    out = np.lib.format.open_memmap(Path(path), mode="w+", dtype=np.uint64, shape=(n, code_words(dim)))
-    for start in range(0, n, block):
-        out[start:start + block] = sign_codes(vectors[start:start + block])
-    out.flush()
-    del out
 
 
 def _scan_part(codes: np.ndarray, query_codes: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
