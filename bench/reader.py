@@ -6,8 +6,8 @@ and reuse it), then times each move over questions, once per ``--modes`` entry (
 ``search`` setting: ``exact`` scans every vector, ``compact`` scans sign codes and re-scores a
 shortlist exactly, ``auto`` is what a reader gets by default; see ``laminae.vectors``).
 
-Vectors are clustered (``--topics 1000``: documents near topic directions, passages near their
-document) and every question is a stored subcomponent's vector plus noise, because embeddings of
+Vectors are clustered (``--topics``, by default one per 100 documents: documents near topic
+directions, passages near their document) and every question is a stored subcomponent's vector plus noise, because embeddings of
 real text have that structure and real questions have answers; ``--topics 0`` gives random unit
 vectors, where every similarity is near 0 and the ranking of the top is noise, the worst case for
 codes (recall printed all the same). Recall@30 of the compact global hop (and @10 of the compact
@@ -137,13 +137,15 @@ def main() -> int:
     parser.add_argument("--components", type=int, default=10, help="per document")
     parser.add_argument("--subcomponents", type=int, default=10, help="per component")
     parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--topics", type=int, default=1000, help="0: random unit vectors (see above)")
+    parser.add_argument("--topics", type=int, help="topic directions (default: one per 100 documents); 0: random unit vectors")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--modes", nargs="+", default=["auto"], choices=["auto", "exact", "compact"])
     parser.add_argument("--no-text", action="store_true",
                         help="no full-text index (built in minutes at 10M) and no text moves")
     parser.add_argument("--index", help="reuse or keep the synthetic index here")
     args = parser.parse_args()
+    if args.topics is None:
+        args.topics = max(1, args.documents // 100)
 
     path = Path(args.index or tempfile.mkdtemp(prefix="laminae-bench-reader-"))
     if not (path / "_manifests" / "LATEST").exists():

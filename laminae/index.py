@@ -33,7 +33,7 @@ from laminae.schemas.storage import (
 )
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 from laminae.stats import table_stats
-from laminae.vectors import SHORTLIST_GROUPS, check_mode, rescored_rows, shortlist_groups
+from laminae.vectors import SEARCH_MODES, rescored_rows, shortlist_groups
 
 LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
                "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
@@ -88,7 +88,7 @@ class Index:
     def __init__(self, root: str, manifest: dict, embed: Callable[[str], np.ndarray] | None = None,
                  search: str = "auto") -> None:
         self.root = root
-        self.search_mode = check_mode(search)
+        self.search_mode = _check_search(search)
         self.manifest = manifest
         self.version: int = manifest["version"]
         self._db = lancedb.connect(root, storage_options=storage_options(root))
@@ -580,7 +580,7 @@ class Index:
         """(document rows, max similarity over their layer-g nodes), documents without nodes left out."""
         lay = self.graph.layers[granularity]
         if candidates is None and lay.compact:  # exact over the documents the codes shortlist
-            candidates = shortlist_groups(lay.codes, lay.starts, q[None, :], SHORTLIST_GROUPS)
+            candidates = shortlist_groups(lay.codes, lay.starts, q[None, :])
         if candidates is None:
             if granularity == 0:
                 return np.arange(len(lay.ids)), lay.vectors @ q
@@ -645,7 +645,7 @@ class Index:
             if rows is not None:
                 allowed = np.zeros(len(comps.ids), dtype=bool)
                 allowed[rows] = True
-            picked = shortlist_groups(subs.codes, subs.parent_starts, queries, SHORTLIST_GROUPS, allowed)
+            picked = shortlist_groups(subs.codes, subs.parent_starts, queries, allowed=allowed)
             position = np.full(len(comps.ids), -1, dtype=np.int64)
             position[rows_all] = np.arange(len(rows_all))
             out = np.full((len(rows_all), len(queries)), -np.inf, dtype=np.float32)
@@ -721,6 +721,12 @@ def _root_names(predicate) -> list[str]:
     return [] if predicate is None else predicate.meta.root_names()
 
 
+def _check_search(search: str) -> str:
+    if search not in SEARCH_MODES:
+        raise ReaderArgumentError(f"search must be one of {', '.join(SEARCH_MODES)}; got {search!r}")
+    return search
+
+
 def _check_direction(direction: str) -> None:
     if direction not in ("out", "in", "both"):
         raise ReaderArgumentError(f"direction must be out, in or both; got {direction!r}")
@@ -765,7 +771,7 @@ def open_index(index_dir: str, version: int | None = None,
     compact for the layers whose vectors exceed ``$LAMINAE_EXACT_SEARCH_LIMIT_GB`` (4 GiB), exact
     otherwise (``laminae.vectors``).
     """
-    check_mode(search)
+    _check_search(search)
     try:
         files = IndexFiles(index_dir)
     except StorageError as exc:

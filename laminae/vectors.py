@@ -38,7 +38,7 @@ _pool: ThreadPoolExecutor | None = None
 
 
 class SearchSettingError(ValueError):
-    """A search mode or exact-search limit the reader cannot use; the message says what is allowed."""
+    """An exact-search limit the reader cannot use; the message says what is allowed."""
 
 
 def exact_limit_bytes() -> float:
@@ -53,12 +53,6 @@ def exact_limit_bytes() -> float:
     if not value >= 0:
         raise SearchSettingError(f"${EXACT_LIMIT_ENV} must be a number of GiB >= 0 (e.g. 4); got {raw!r}")
     return value * 2**30
-
-
-def check_mode(search: str) -> str:
-    if search not in SEARCH_MODES:
-        raise SearchSettingError(f"search must be one of {', '.join(SEARCH_MODES)}; got {search!r}")
-    return search
 
 
 def layer_is_compact(vectors: np.ndarray, codes: np.ndarray | None, search: str) -> bool:
@@ -146,15 +140,15 @@ def best_by_distance(distances: np.ndarray, depth: int) -> np.ndarray:
     return np.unique(np.concatenate(picks)).astype(np.int64)
 
 
-def shortlist_rows(codes: np.ndarray, queries: np.ndarray, depth: int = SHORTLIST_ROWS) -> np.ndarray:
-    """Rows whose codes are among the ``depth`` nearest to any query (sorted)."""
-    return best_by_distance(hamming(codes, sign_codes(queries)), depth)
+def shortlist_rows(codes: np.ndarray, queries: np.ndarray, depth: int | None = None) -> np.ndarray:
+    """Rows whose codes are among the ``depth`` (default ``SHORTLIST_ROWS``) nearest to any query (sorted)."""
+    return best_by_distance(hamming(codes, sign_codes(queries)), SHORTLIST_ROWS if depth is None else depth)
 
 
 def shortlist_groups(codes: np.ndarray, starts: np.ndarray, queries: np.ndarray,
-                     depth: int = SHORTLIST_GROUPS, allowed: np.ndarray | None = None) -> np.ndarray:
+                     depth: int | None = None, allowed: np.ndarray | None = None) -> np.ndarray:
     """Groups (documents or components: rows ``starts[i]:starts[i+1]``) whose nearest code is among
-    the ``depth`` nearest to any query (sorted). Empty groups, and groups not ``allowed`` (a mask
+    the ``depth`` (default ``SHORTLIST_GROUPS``) nearest to any query (sorted). Empty groups, and groups not ``allowed`` (a mask
     over groups), are never listed."""
     if len(codes) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -162,11 +156,11 @@ def shortlist_groups(codes: np.ndarray, starts: np.ndarray, queries: np.ndarray,
     nearest = group_min(hamming(codes, sign_codes(queries)), starts, empty)
     if allowed is not None:
         nearest[~allowed] = empty
-    picked = best_by_distance(nearest, depth)
+    picked = best_by_distance(nearest, SHORTLIST_GROUPS if depth is None else depth)
     return picked[nearest[picked].min(axis=1) < empty]
 
 
-def rescored_rows(vectors: np.ndarray, codes: np.ndarray, q: np.ndarray, depth: int = SHORTLIST_ROWS) -> np.ndarray:
+def rescored_rows(vectors: np.ndarray, codes: np.ndarray, q: np.ndarray, depth: int | None = None) -> np.ndarray:
     """Similarity of every row to ``q``: exact (float32 vectors) for the rows the codes shortlist,
     -inf for the others; only the shortlisted rows of ``vectors`` are read."""
     out = np.full(len(vectors), -np.inf, dtype=np.float32)
