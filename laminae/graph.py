@@ -22,11 +22,44 @@ from laminae.snapshot_writer import SnapshotWriter
 from laminae.vectors import layer_is_compact, sign_codes
 
 
+class ArrowStrings:
+    """A string column read like a numpy object array of str, Python strings made only for the rows
+    asked (an int gives a str, a slice or an array of rows an object array): a snapshot's 10M
+    subcomponent ids open without building 10M Python strings."""
+
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+        self.column = column
+
+    def __len__(self) -> int:
+        return len(self.column)
+
+    def __getitem__(self, key):
+        if isinstance(key, int | np.integer):
+            return self.column[int(key)].as_py()
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self.column))
+            if step == 1:
+                return self.column.slice(start, max(stop - start, 0)).to_numpy(zero_copy_only=False)
+            key = np.arange(start, stop, step)
+        rows = np.asarray(key)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        if len(rows) == 0:
+            return np.zeros(0, dtype=object)
+        return self.column.take(pa.array(rows.astype(np.int64, copy=False))).to_numpy(zero_copy_only=False)
+
+    def __iter__(self):
+        return iter(self.column.to_pylist())
+
+    def tolist(self) -> list[str]:
+        return self.column.to_pylist()
+
+
 @dataclass
 class Layer:
     """One node table: ids, kinds, texts, vectors and pointers, sorted by document (then parent)."""
 
-    ids: np.ndarray  # object array of str
+    ids: np.ndarray | ArrowStrings  # object array of str (ArrowStrings when loaded from a snapshot)
     kinds: np.ndarray
     text: pa.Array  # what a model reads, kept as Arrow (no Python strings until asked)
     vectors: np.ndarray  # float32 (n, dim), unit length
@@ -238,7 +271,7 @@ class Graph:
         for i in range(3):
             with pa.memory_map(str(src / f"nodes{i}.arrow")) as source:
                 table = pa.ipc.open_file(source).read_all()
-            ids = table.column("id").to_numpy(zero_copy_only=False)
+            ids = ArrowStrings(table.column("id"))
             parent_starts = src / f"parent_starts{i}.npy"
             codes = src / f"codes{i}.npy"  # absent in snapshots written before issue 19
             layer = Layer(
