@@ -31,6 +31,8 @@ EXACT_LIMIT_ENV = "LAMINAE_EXACT_SEARCH_LIMIT_GB"
 DEFAULT_EXACT_LIMIT_GB = 4.0
 SHORTLIST_ROWS = 1000  # rows re-scored exactly after a flat scan of the codes (search, k <= this)
 SHORTLIST_GROUPS = 300  # documents or components re-scored exactly after a grouped scan
+PREFILTER_WORDS = 2  # a first pass over 128 of the bits (0: none), when candidates are many
+PREFILTER_FACTOR = 10  # ... keeps this many times the shortlist for the pass over whole codes
 CODE_BLOCK = 32_768  # rows per block of a code scan (stays in cache)
 _THREADS = 2
 
@@ -140,24 +142,52 @@ def best_by_distance(distances: np.ndarray, depth: int) -> np.ndarray:
     return np.unique(np.concatenate(picks)).astype(np.int64)
 
 
+def _coarse(codes: np.ndarray, candidates: int, depth: int) -> bool:
+    """Whether a scan starts with the first ``PREFILTER_WORDS`` words of each code (then the whole
+    codes of ``PREFILTER_FACTOR`` × ``depth`` candidates): when the codes are longer and the
+    candidates many."""
+    return 0 < PREFILTER_WORDS < codes.shape[1] and candidates > depth * PREFILTER_FACTOR
+
+
+def _spans(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Rows ``starts[i] : starts[i] + sizes[i]`` for every i, concatenated."""
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    return np.arange(offsets[-1], dtype=np.int64) + np.repeat(starts - offsets[:-1], sizes)
+
+
 def shortlist_rows(codes: np.ndarray, queries: np.ndarray, depth: int | None = None) -> np.ndarray:
     """Rows whose codes are among the ``depth`` (default ``SHORTLIST_ROWS``) nearest to any query (sorted)."""
-    return best_by_distance(hamming(codes, sign_codes(queries)), SHORTLIST_ROWS if depth is None else depth)
+    depth = SHORTLIST_ROWS if depth is None else depth
+    q = sign_codes(queries)
+    if not _coarse(codes, len(codes), depth):
+        return best_by_distance(hamming(codes, q), depth)
+    rows = best_by_distance(hamming(codes[:, :PREFILTER_WORDS], q[:, :PREFILTER_WORDS]), depth * PREFILTER_FACTOR)
+    return rows[best_by_distance(hamming(np.asarray(codes[rows]), q), depth)]
 
 
 def shortlist_groups(codes: np.ndarray, starts: np.ndarray, queries: np.ndarray,
                      depth: int | None = None, allowed: np.ndarray | None = None) -> np.ndarray:
     """Groups (documents or components: rows ``starts[i]:starts[i+1]``) whose nearest code is among
-    the ``depth`` (default ``SHORTLIST_GROUPS``) nearest to any query (sorted). Empty groups, and groups not ``allowed`` (a mask
-    over groups), are never listed."""
+    the ``depth`` (default ``SHORTLIST_GROUPS``) nearest to any query (sorted). Empty groups, and
+    groups not ``allowed`` (a mask over groups), are never listed."""
     if len(codes) == 0:
         return np.zeros(0, dtype=np.int64)
+    depth = SHORTLIST_GROUPS if depth is None else depth
     empty = np.iinfo(np.uint16).max
-    nearest = group_min(hamming(codes, sign_codes(queries)), starts, empty)
+    q = sign_codes(queries)
+    coarse = _coarse(codes, len(starts) - 1, depth)
+    scanned = (codes[:, :PREFILTER_WORDS], q[:, :PREFILTER_WORDS]) if coarse else (codes, q)
+    nearest = group_min(hamming(*scanned), starts, empty)
     if allowed is not None:
         nearest[~allowed] = empty
-    picked = best_by_distance(nearest, SHORTLIST_GROUPS if depth is None else depth)
-    return picked[nearest[picked].min(axis=1) < empty]
+    picked = best_by_distance(nearest, depth * PREFILTER_FACTOR if coarse else depth)
+    picked = picked[nearest[picked].min(axis=1) < empty]
+    if not coarse or len(picked) <= depth:
+        return picked
+    sizes = starts[picked + 1] - starts[picked]
+    fine = group_min(hamming(np.asarray(codes[_spans(starts[picked], sizes)]), q),
+                     np.concatenate([[0], np.cumsum(sizes)]), empty)
+    return picked[best_by_distance(fine, depth)]
 
 
 def rescored_rows(vectors: np.ndarray, codes: np.ndarray, q: np.ndarray, depth: int | None = None) -> np.ndarray:

@@ -81,8 +81,11 @@ def _exact_document_scores(path: str, q: np.ndarray) -> dict[str, float]:
     return {str(d): float(s) for d, s in zip(g.layers[0].ids, best, strict=True)}
 
 
-def test_compact_global_hop_returns_exact_scores_within_a_recall_bound(clustered, monkeypatch):
+@pytest.mark.parametrize("prefilter", [0, 2])
+def test_compact_global_hop_returns_exact_scores_within_a_recall_bound(clustered, monkeypatch, prefilter):
     monkeypatch.setattr(vectors, "SHORTLIST_GROUPS", 30)  # 30 of 120 documents re-scored exactly
+    monkeypatch.setattr(vectors, "PREFILTER_WORDS", prefilter)  # 2: 60 documents by 128 bits, then 30 by 384
+    monkeypatch.setattr(vectors, "PREFILTER_FACTOR", 2)
     exact, compact = laminae.open(clustered, search="exact"), laminae.open(clustered, search="compact")
     recalls = []
     for q in _queries(clustered):
@@ -97,8 +100,10 @@ def test_compact_global_hop_returns_exact_scores_within_a_recall_bound(clustered
     assert np.mean(recalls) >= 0.9
 
 
-def test_compact_dense_search_rescores_the_shortlist(clustered, monkeypatch):
+@pytest.mark.parametrize("prefilter", [0, 2])
+def test_compact_dense_search_rescores_the_shortlist(clustered, monkeypatch, prefilter):
     monkeypatch.setattr(vectors, "SHORTLIST_ROWS", 100)  # 100 of 2400 subcomponents
+    monkeypatch.setattr(vectors, "PREFILTER_WORDS", prefilter)  # 2: 1,000 rows by 128 bits, then 100 by 384
     exact, compact = laminae.open(clustered, search="exact"), laminae.open(clustered, search="compact")
     subs = np.asarray(exact.graph.layers[2].vectors)
     position = exact.graph.layers[2].position
