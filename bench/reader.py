@@ -34,9 +34,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import laminae  # noqa: E402
+from laminae import vectors  # noqa: E402
 from laminae.schemas.storage import snapshot_dir  # noqa: E402
 
-REFERENCE_BLOCK = 262_144  # subcomponent rows read per block for the exact reference
+REFERENCE_BLOCK = 65_536  # subcomponent rows read per block for the exact reference
 
 
 def rss_mb() -> float:
@@ -143,7 +144,10 @@ def main() -> int:
     parser.add_argument("--no-text", action="store_true",
                         help="no full-text index (built in minutes at 10M) and no text moves")
     parser.add_argument("--index", help="reuse or keep the synthetic index here")
+    parser.add_argument("--prefilter", type=int, default=vectors.PREFILTER_WORDS,
+                        help="64-bit words of each code in a compact scan's first pass (0: whole codes only)")
     args = parser.parse_args()
+    vectors.PREFILTER_WORDS = args.prefilter
     if args.topics is None:
         args.topics = max(1, args.documents // 100)
 
@@ -163,7 +167,7 @@ def main() -> int:
     rng = np.random.default_rng(1)
     n_queries = args.runs * 3
     snapshot = snapshot_dir(str(path), laminae.open(str(path)).version)
-    subs_file = np.load(snapshot / "vectors2.npy", mmap_mode="r")
+    subs_file = vectors.RowFile.of(np.load(snapshot / "vectors2.npy", mmap_mode="r"))  # rows read, not mapped
     if args.topics:
         queries = query_near(rng, subs_file, n_queries)
     else:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from laminae.snapshot_writer import SnapshotWriter
-from laminae.vectors import layer_is_compact, sign_codes
+from laminae.vectors import RowFile, layer_is_compact, sign_codes
 
 
 class ArrowStrings:
@@ -62,7 +62,7 @@ class Layer:
     ids: np.ndarray | ArrowStrings  # object array of str (ArrowStrings when loaded from a snapshot)
     kinds: np.ndarray
     text: pa.Array  # what a model reads, kept as Arrow (no Python strings until asked)
-    vectors: np.ndarray  # float32 (n, dim), unit length
+    vectors: np.ndarray | RowFile  # float32 (n, dim), unit length (RowFile: a compact layer's, read by row)
     doc: np.ndarray  # int32 index into the documents layer
     parent: np.ndarray  # int32 index into the layer above (documents for components)
     starts: np.ndarray  # per document: first row (len = n_documents + 1)
@@ -245,6 +245,8 @@ class Graph:
             if search == "compact" and lay.codes is None:
                 lay.codes = _codes_of(lay.vectors)
             lay.compact = layer_is_compact(lay.vectors, lay.codes, search)
+            if lay.compact and isinstance(lay.vectors, np.memmap):  # read rows, never map them
+                lay.vectors = RowFile.of(lay.vectors)
 
     # -- snapshots -----------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike[str]) -> None:

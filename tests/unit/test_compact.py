@@ -52,12 +52,17 @@ def test_threaded_scan_equals_one_pass(monkeypatch):
     assert np.array_equal(vectors.hamming(codes, q), one)
 
 
-def test_snapshot_codes_are_memory_mapped_and_match_the_vectors(clustered):
+def test_snapshot_codes_are_memory_mapped_and_compact_vectors_read_by_row(clustered):
     graph = laminae.open(clustered, search="compact").graph
-    for lay in graph.layers:
-        assert isinstance(lay.codes, np.memmap) and isinstance(lay.vectors, np.memmap)
-        assert np.array_equal(np.asarray(lay.codes), vectors.sign_codes(np.asarray(lay.vectors)))
-        assert lay.compact
+    for i, lay in enumerate(graph.layers):
+        assert lay.compact and isinstance(lay.codes, np.memmap) and isinstance(lay.vectors, vectors.RowFile)
+        mapped = np.load(snapshot_dir(clustered, 1) / f"vectors{i}.npy", mmap_mode="r")
+        assert np.array_equal(np.asarray(lay.codes), vectors.sign_codes(np.asarray(mapped)))
+        rows = np.array([5, 3, 4, len(mapped) - 1, 3, 0])  # unsorted, repeated, runs of consecutive rows
+        assert np.array_equal(lay.vectors[rows], mapped[rows])
+        assert np.array_equal(lay.vectors[2:9], mapped[2:9]) and np.array_equal(lay.vectors[7], mapped[7])
+        assert lay.vectors[np.zeros(0, np.int64)].shape == (0, DIM)
+    assert isinstance(laminae.open(clustered, search="exact").graph.layers[2].vectors, np.memmap)
 
 
 def test_auto_is_exact_below_the_limit_and_compact_above(clustered, monkeypatch):
