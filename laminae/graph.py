@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from laminae.snapshot_writer import SnapshotWriter
-from laminae.vectors import RowFile, layer_is_compact, sign_codes
+from laminae.vectors import RowFile, code_prefix, layer_is_compact, sign_codes
 
 
 class ArrowStrings:
@@ -69,6 +69,7 @@ class Layer:
     parent_starts: np.ndarray | None = None  # per parent row: first row (rows are grouped by parent)
     codes: np.ndarray | None = None  # uint64 (n, words) sign codes (laminae.vectors), memory-mapped
     compact: bool = False  # moves scan the codes and re-score a shortlist (Graph.use_search)
+    code_prefix: np.ndarray | None = None  # the codes' first words, contiguous in memory (compact layers)
     _position: dict[str, int] | None = field(default=None, repr=False)
 
     @property
@@ -247,6 +248,7 @@ class Graph:
             lay.compact = layer_is_compact(lay.vectors, lay.codes, search)
             if lay.compact and isinstance(lay.vectors, np.memmap):  # read rows, never map them
                 lay.vectors = RowFile.of(lay.vectors)
+            lay.code_prefix = code_prefix(lay.codes) if lay.compact else None
 
     # -- snapshots -----------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike[str]) -> None:

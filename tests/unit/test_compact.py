@@ -89,7 +89,7 @@ def _exact_document_scores(path: str, q: np.ndarray) -> dict[str, float]:
 @pytest.mark.parametrize("prefilter", [0, 2])
 def test_compact_global_hop_returns_exact_scores_within_a_recall_bound(clustered, monkeypatch, prefilter):
     monkeypatch.setattr(vectors, "SHORTLIST_GROUPS", 30)  # 30 of 120 documents re-scored exactly
-    monkeypatch.setattr(vectors, "PREFILTER_WORDS", prefilter)  # 2: 60 documents by 128 bits, then 30 by 384
+    monkeypatch.setattr(vectors, "PREFILTER_WORDS", prefilter)  # 2: 60 documents by 128 bits, then 30 by 384 bits
     monkeypatch.setattr(vectors, "PREFILTER_FACTOR", 2)
     exact, compact = laminae.open(clustered, search="exact"), laminae.open(clustered, search="compact")
     recalls = []
@@ -109,6 +109,7 @@ def test_compact_global_hop_returns_exact_scores_within_a_recall_bound(clustered
 def test_compact_dense_search_rescores_the_shortlist(clustered, monkeypatch, prefilter):
     monkeypatch.setattr(vectors, "SHORTLIST_ROWS", 100)  # 100 of 2400 subcomponents
     monkeypatch.setattr(vectors, "PREFILTER_WORDS", prefilter)  # 2: 1,000 rows by 128 bits, then 100 by 384
+    monkeypatch.setattr(vectors, "PREFILTER_FACTOR", 10)
     exact, compact = laminae.open(clustered, search="exact"), laminae.open(clustered, search="compact")
     subs = np.asarray(exact.graph.layers[2].vectors)
     position = exact.graph.layers[2].position
