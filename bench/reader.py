@@ -197,6 +197,10 @@ def main() -> int:
               f"layers scanned through codes: {compact or 'none'}")
         print(f"[{mode}] open (manifest + vectors, pointers, ids) {t_open:.2f} s; RSS {rss_mb():.0f} MB "
               f"(+{rss_mb() - rss0:.0f} MB)")
+        start = time.perf_counter()
+        index.documents(queries[-1], k=30, granularity=2)
+        print(f"[{mode}] first global hop g=2 after open (reads a compact layer's code prefix) "
+              f"{time.perf_counter() - start:.2f} s")
         anchors = [str(graph.layers[0].ids[i]) for i in anchor_rows]
         hop = [h.id for h in index.documents(queries[0], k=30, granularity=0)]
         texts = None

@@ -69,7 +69,7 @@ class Layer:
     parent_starts: np.ndarray | None = None  # per parent row: first row (rows are grouped by parent)
     codes: np.ndarray | None = None  # uint64 (n, words) sign codes (laminae.vectors), memory-mapped
     compact: bool = False  # moves scan the codes and re-score a shortlist (Graph.use_search)
-    code_prefix: np.ndarray | None = None  # the codes' first words, contiguous in memory (compact layers)
+    code_prefix: np.ndarray | None = None  # the codes' first words, contiguous in memory (first_words)
     _position: dict[str, int] | None = field(default=None, repr=False)
 
     @property
@@ -78,6 +78,13 @@ class Layer:
         if self._position is None:
             self._position = {s: i for i, s in enumerate(self.ids)}
         return self._position
+
+    def first_words(self) -> np.ndarray | None:
+        """The codes' first words for a compact scan's first pass (``laminae.vectors.code_prefix``),
+        read on the first scan rather than at open (about a second at 10M rows)."""
+        if self.compact and self.code_prefix is None:
+            self.code_prefix = code_prefix(self.codes)
+        return self.code_prefix
 
     def rows_of_documents(self, docs: np.ndarray) -> np.ndarray:
         """Row indices of every node of these documents (in the order of ``docs``)."""
@@ -248,7 +255,7 @@ class Graph:
             lay.compact = layer_is_compact(lay.vectors, lay.codes, search)
             if lay.compact and isinstance(lay.vectors, np.memmap):  # read rows, never map them
                 lay.vectors = RowFile.of(lay.vectors)
-            lay.code_prefix = code_prefix(lay.codes) if lay.compact else None
+            lay.code_prefix = None
 
     # -- snapshots -----------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike[str]) -> None:

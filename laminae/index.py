@@ -356,7 +356,7 @@ class Index:
     def _dense(self, layer: int, rows: np.ndarray | None, q: np.ndarray) -> np.ndarray:
         lay = self.graph.layers[layer]
         if rows is None and lay.compact:  # exact for the codes' shortlist, -inf elsewhere
-            return rescored_rows(lay.vectors, lay.codes, q, prefix=lay.code_prefix)
+            return rescored_rows(lay.vectors, lay.codes, q, prefix=lay.first_words())
         return lay.vectors @ q if rows is None else lay.vectors[rows] @ q
 
     def search(self, query, layer=1, k: int = 10, kinds: Sequence[str] | None = None,
@@ -580,7 +580,7 @@ class Index:
         """(document rows, max similarity over their layer-g nodes), documents without nodes left out."""
         lay = self.graph.layers[granularity]
         if candidates is None and lay.compact:  # exact over the documents the codes shortlist
-            candidates = shortlist_groups(lay.codes, lay.starts, q[None, :], prefix=lay.code_prefix)
+            candidates = shortlist_groups(lay.codes, lay.starts, q[None, :], prefix=lay.first_words())
         if candidates is None:
             if granularity == 0:
                 return np.arange(len(lay.ids)), lay.vectors @ q
@@ -646,7 +646,7 @@ class Index:
                 allowed = np.zeros(len(comps.ids), dtype=bool)
                 allowed[rows] = True
             picked = shortlist_groups(subs.codes, subs.parent_starts, queries, allowed=allowed,
-                                      prefix=subs.code_prefix)
+                                      prefix=subs.first_words())
             position = np.full(len(comps.ids), -1, dtype=np.int64)
             position[rows_all] = np.arange(len(rows_all))
             out = np.full((len(rows_all), len(queries)), -np.inf, dtype=np.float32)

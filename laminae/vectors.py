@@ -8,10 +8,14 @@ A sign code keeps one bit per dimension (``vector > 0``), packed and padded to w
 words: 48 bytes a 384-d vector instead of 1,536. The Hamming distance between two codes
 estimates the angle between the vectors (SimHash), so a scan of the codes (XOR and popcount,
 ``hamming``) ranks every row about as exact similarity would, at a thirty-second of the bytes.
-A move then re-scores a shortlist of the best rows (or documents, or components) exactly with
-the float32 vectors, reading only those rows of the memory-mapped file: the scores a move
-returns are always exact similarities; what the codes can cost is recall (a row the codes rank
-below the shortlist is missed), which ``bench/reader.py`` measures against exact search.
+When candidates are many, the scan first reads only the codes' first ``PREFILTER_WORDS`` words
+(kept contiguous in memory, ``code_prefix``) and keeps ``PREFILTER_FACTOR`` times the shortlist
+for a pass over whole codes. A move then re-scores the shortlist of best rows (or documents, or
+components) exactly with the float32 vectors, reading only those rows of the snapshot's file
+(``RowFile``: plain reads, so the reader's resident memory does not grow with the file): the
+scores a move returns are always exact similarities; what the codes can cost is recall (a row
+the codes rank below the shortlist is missed), which ``bench/reader.py`` measures against exact
+search.
 
 Which layers are scanned through codes (``layer_is_compact``): ``search="exact"`` none,
 ``search="compact"`` every layer with codes, ``search="auto"`` (the default) the layers whose
