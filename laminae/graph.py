@@ -28,7 +28,9 @@ class ArrowStrings:
     subcomponent ids open without building 10M Python strings."""
 
     def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
-        self.column = column
+        # one chunk: Arrow's take on a chunked array concatenates the chunks at every call
+        # (12 ms a call at 1M ids, 5 chunks)
+        self.column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
     def __len__(self) -> int:
         return len(self.column)
