@@ -2,16 +2,15 @@
 
 Reads the node tables (``id``, ``document_id``, ``parent_id``, ``kind``, ``text``, ``vector``)
 and the ``links_to`` edges at one pinned version, or a snapshot of this view that the builder
-saved for that version (``_snapshots/NNNNNNNN/``: numpy arrays memory-mapped, Arrow IPC files),
-which loads in a fraction of the time. ``Graph.save`` writes such a snapshot. Rows of every layer
+saved for that version (``_snapshots/NNNNNNNN/``: numpy arrays memory-mapped, Arrow IPC files;
+since issue 19 also each layer's sign codes, ``codes{i}.npy``, see ``laminae.vectors``), which loads
+in a fraction of the time. ``Graph.save`` writes such a snapshot. Rows of every layer
 are grouped by document (and subcomponents by parent), so each group is one contiguous slice.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,19 +18,60 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from laminae.snapshot_writer import SnapshotWriter
+from laminae.vectors import RowFile, code_prefix, layer_is_compact, sign_codes
+
+
+class ArrowStrings:
+    """A string column read like a numpy object array of str, Python strings made only for the rows
+    asked (an int gives a str, a slice or an array of rows an object array): a snapshot's 10M
+    subcomponent ids open without building 10M Python strings."""
+
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+        # one chunk: Arrow's take on a chunked array concatenates the chunks at every call
+        # (12 ms a call at 1M ids, 5 chunks)
+        self.column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    def __len__(self) -> int:
+        return len(self.column)
+
+    def __getitem__(self, key):
+        if isinstance(key, int | np.integer):
+            return self.column[int(key)].as_py()
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self.column))
+            if step == 1:
+                return self.column.slice(start, max(stop - start, 0)).to_numpy(zero_copy_only=False)
+            key = np.arange(start, stop, step)
+        rows = np.asarray(key)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        if len(rows) == 0:
+            return np.zeros(0, dtype=object)
+        return self.column.take(pa.array(rows.astype(np.int64, copy=False))).to_numpy(zero_copy_only=False)
+
+    def __iter__(self):
+        return iter(self.column.to_pylist())
+
+    def tolist(self) -> list[str]:
+        return self.column.to_pylist()
+
 
 @dataclass
 class Layer:
     """One node table: ids, kinds, texts, vectors and pointers, sorted by document (then parent)."""
 
-    ids: np.ndarray  # object array of str
+    ids: np.ndarray | ArrowStrings  # object array of str (ArrowStrings when loaded from a snapshot)
     kinds: np.ndarray
     text: pa.Array  # what a model reads, kept as Arrow (no Python strings until asked)
-    vectors: np.ndarray  # float32 (n, dim), unit length
+    vectors: np.ndarray | RowFile  # float32 (n, dim), unit length (RowFile: a compact layer's, read by row)
     doc: np.ndarray  # int32 index into the documents layer
     parent: np.ndarray  # int32 index into the layer above (documents for components)
     starts: np.ndarray  # per document: first row (len = n_documents + 1)
     parent_starts: np.ndarray | None = None  # per parent row: first row (rows are grouped by parent)
+    codes: np.ndarray | None = None  # uint64 (n, words) sign codes (laminae.vectors), memory-mapped
+    compact: bool = False  # moves scan the codes and re-score a shortlist (Graph.use_search)
+    code_prefix: np.ndarray | None = None  # the codes' first words, contiguous in memory (first_words)
     _position: dict[str, int] | None = field(default=None, repr=False)
 
     @property
@@ -40,6 +80,13 @@ class Layer:
         if self._position is None:
             self._position = {s: i for i, s in enumerate(self.ids)}
         return self._position
+
+    def first_words(self) -> np.ndarray | None:
+        """The codes' first words for a compact scan's first pass (``laminae.vectors.code_prefix``),
+        read on the first scan rather than at open (about a second at 10M rows)."""
+        if self.compact and self.code_prefix is None:
+            self.code_prefix = code_prefix(self.codes)
+        return self.code_prefix
 
     def rows_of_documents(self, docs: np.ndarray) -> np.ndarray:
         """Row indices of every node of these documents (in the order of ``docs``)."""
@@ -199,38 +246,34 @@ class Graph:
             starts=np.searchsorted(grouped, np.arange(n_docs + 1)).astype(np.int64),
         )
 
+    def use_search(self, search: str) -> None:
+        """Pick, per layer, exact scans of the vectors or code scans with exact re-scoring
+        (``laminae.vectors.layer_is_compact``); ``compact`` computes codes a layer lacks (a
+        snapshot written before codes existed, a view loaded from the tables), reading its
+        vectors once."""
+        for lay in self.layers:
+            if search == "compact" and lay.codes is None:
+                lay.codes = _codes_of(lay.vectors)
+            lay.compact = layer_is_compact(lay.vectors, lay.codes, search)
+            if lay.compact and isinstance(lay.vectors, np.memmap):  # read rows, never map them
+                lay.vectors = RowFile.of(lay.vectors)
+            lay.code_prefix = None
+
     # -- snapshots -----------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write this view to ``directory`` (replaced atomically; ``COMPLETE`` marks a whole one)."""
-        target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-snapshot-"))
+        dim = self.layers[0].vectors.shape[1]
+        writer = SnapshotWriter(directory, tuple(len(lay.ids) for lay in self.layers), dim)
         try:
             for i, lay in enumerate(self.layers):
-                np.save(tmp / f"vectors{i}.npy", lay.vectors)
-                arrays = {"doc": lay.doc, "parent": lay.parent, "starts": lay.starts}
-                if lay.parent_starts is not None:
-                    arrays["parent_starts"] = lay.parent_starts
-                for name, values in arrays.items():
-                    np.save(tmp / f"{name}{i}.npy", values)
-                columns = {"id": pa.array(lay.ids.tolist(), pa.string()),
-                           "kind": pa.array(lay.kinds.tolist(), pa.string()), "text": lay.text}
-                if i == 0:
-                    columns.update(title=self.titles, url=self.urls)
-                table = pa.table(columns)
-                with pa.OSFile(str(tmp / f"nodes{i}.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                    w.write_table(table)
-            pairs = [(s, d) for s, ds in self.out_links.items() for d in ds]
-            comp_pairs = [(c, d) for c, ds in self.component_links.items() for d in ds]
-            np.save(tmp / "links.npy", np.array(pairs, dtype=np.int64).reshape(-1, 2))
-            np.save(tmp / "component_links.npy", np.array(comp_pairs, dtype=np.int64).reshape(-1, 2))
-            (tmp / "COMPLETE").write_text("1")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
+                extra = {"title": self.titles, "url": self.urls} if i == 0 else {}
+                writer.add(i, ids=lay.ids.tolist(), kinds=lay.kinds.tolist(), text=lay.text,
+                           vectors=lay.vectors, doc=lay.doc, parent=lay.parent, **extra)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            writer.abort()
             raise
+        writer.close([(s, d) for s, ds in self.out_links.items() for d in ds],
+                     [(c, d) for c, ds in self.component_links.items() for d in ds])
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Graph:
@@ -241,15 +284,17 @@ class Graph:
         for i in range(3):
             with pa.memory_map(str(src / f"nodes{i}.arrow")) as source:
                 table = pa.ipc.open_file(source).read_all()
-            ids = table.column("id").to_numpy(zero_copy_only=False)
+            ids = ArrowStrings(table.column("id"))
             parent_starts = src / f"parent_starts{i}.npy"
+            codes = src / f"codes{i}.npy"  # absent in snapshots written before issue 19
             layer = Layer(
-                ids=ids, kinds=table.column("kind").to_numpy(zero_copy_only=False),
+                ids=ids, kinds=_strings(table.column("kind")),
                 text=table.column("text").combine_chunks(),
                 vectors=np.load(src / f"vectors{i}.npy", mmap_mode="r"),
                 doc=np.load(src / f"doc{i}.npy"), parent=np.load(src / f"parent{i}.npy"),
                 starts=np.load(src / f"starts{i}.npy"),
                 parent_starts=np.load(parent_starts) if parent_starts.exists() else None,
+                codes=np.load(codes, mmap_mode="r") if codes.exists() else None,
             )
             if i == 0:
                 graph.titles = table.column("title").combine_chunks()
@@ -263,3 +308,19 @@ class Graph:
         for c, d in np.load(src / "component_links.npy").tolist():
             graph.component_links.setdefault(c, set()).add(d)
         return graph
+
+
+def _strings(column: pa.ChunkedArray) -> np.ndarray:
+    """A column of few distinct strings (kinds) as an object array sharing one str per value."""
+    if len(column) == 0:
+        return np.zeros(0, dtype=object)
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    values = np.array(encoded.dictionary.to_pylist(), dtype=object)
+    return values[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def _codes_of(vectors: np.ndarray, block: int = 65_536) -> np.ndarray:
+    """Sign codes of a layer's vectors computed in memory, block by block."""
+    if len(vectors) == 0:
+        return sign_codes(vectors)
+    return np.concatenate([sign_codes(vectors[s:s + block]) for s in range(0, len(vectors), block)])

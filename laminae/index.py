@@ -34,6 +34,7 @@ from laminae.schemas.storage import (
 )
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 from laminae.stats import table_stats
+from laminae.vectors import SEARCH_MODES, rescored_rows, shortlist_groups
 
 LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
                "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
@@ -86,8 +87,10 @@ class UnknownIdError(ReaderArgumentError, KeyError):
 class Index:
     """A read-only view of one index at one manifest version."""
 
-    def __init__(self, root: str, manifest: dict, embed: Callable[[str], np.ndarray] | None = None) -> None:
+    def __init__(self, root: str, manifest: dict, embed: Callable[[str], np.ndarray] | None = None,
+                 search: str = "auto") -> None:
         self.root = root
+        self.search_mode = _check_search(search)
         self.manifest = manifest
         self.version: int = manifest["version"]
         self._db = lancedb.connect(root, storage_options=storage_options(root))
@@ -182,6 +185,7 @@ class Index:
             else:
                 self._graph = Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")},
                                     int(self.embedder["dim"]))
+            self._graph.use_search(self.search_mode)
         return self._graph
 
     def save_snapshot(self) -> Path:
@@ -352,8 +356,10 @@ class Index:
         return rows
 
     def _dense(self, layer: int, rows: np.ndarray | None, q: np.ndarray) -> np.ndarray:
-        vectors = self.graph.layers[layer].vectors
-        return vectors @ q if rows is None else vectors[rows] @ q
+        lay = self.graph.layers[layer]
+        if rows is None and lay.compact:  # exact for the codes' shortlist, -inf elsewhere
+            return rescored_rows(lay.vectors, lay.codes, q, prefix=lay.first_words())
+        return lay.vectors @ q if rows is None else lay.vectors[rows] @ q
 
     def search(self, query, layer=1, k: int = 10, kinds: Sequence[str] | None = None,
                documents: Sequence[str] | None = None, mode: str = "auto") -> list[Hit]:
@@ -620,6 +626,8 @@ class Index:
                          candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(document rows, max similarity over their layer-g nodes), documents without nodes left out."""
         lay = self.graph.layers[granularity]
+        if candidates is None and lay.compact:  # exact over the documents the codes shortlist
+            candidates = shortlist_groups(lay.codes, lay.starts, q[None, :], prefix=lay.first_words())
         if candidates is None:
             if granularity == 0:
                 return np.arange(len(lay.ids)), lay.vectors @ q
@@ -667,18 +675,36 @@ class Index:
         return group_max((queries @ subs.vectors[sub_rows].T).T, np.concatenate([[0], np.cumsum(sizes)]))
 
     # -- LILaC ---------------------------------------------------------------------------------
-    def component_query_max(self, queries: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    def component_query_max(self, queries: np.ndarray, rows: np.ndarray | None = None,
+                            exact: bool = False) -> np.ndarray:
         """M[c, q]: max similarity of subquery q over component c's subcomponents (the component's
-        own vector when it has none), for the given component rows (default: all)."""
+        own vector when it has none), for the given component rows (default: all). When the
+        subcomponents are searched through their codes (``laminae.vectors``), only the components the
+        codes shortlist for some subquery (and those without subcomponents) are scored, exactly;
+        the others are -inf."""
         g = self.graph
         comps, subs = g.layers[1], g.layers[2]
         rows_all = np.arange(len(comps.ids)) if rows is None else rows
-        if len(rows_all) * 4 >= len(comps.ids):  # a blocked scan of every subcomponent beats gathering most of them
+        if exact and rows is not None:
+            out = self._component_max(rows_all, queries)
+        elif len(rows_all) * 4 >= len(comps.ids) and subs.compact:
+            allowed = None
+            if rows is not None:
+                allowed = np.zeros(len(comps.ids), dtype=bool)
+                allowed[rows] = True
+            picked = shortlist_groups(subs.codes, subs.parent_starts, queries, allowed=allowed,
+                                      prefix=subs.first_words())
+            position = np.full(len(comps.ids), -1, dtype=np.int64)
+            position[rows_all] = np.arange(len(rows_all))
+            out = np.full((len(rows_all), len(queries)), -np.inf, dtype=np.float32)
+            out[position[picked]] = self._component_max(picked, queries)
+        elif len(rows_all) * 4 >= len(comps.ids):  # a blocked scan of every subcomponent beats gathering most of them
             out = group_max(similarities(subs.vectors, queries), subs.parent_starts)
             out = out if rows is None else out[rows]
         else:
             out = self._component_max(rows_all, queries)
-        lonely = np.flatnonzero(~np.isfinite(out[:, 0])) if len(out) else np.zeros(0, np.int64)
+        starts = subs.parent_starts
+        lonely = np.flatnonzero(starts[rows_all + 1] == starts[rows_all])
         if len(lonely):
             out[lonely] = comps.vectors[rows_all[lonely]] @ queries.T
         return out
@@ -714,6 +740,9 @@ class Index:
                 vs = vs[vs != u]
                 if len(vs) == 0:
                     continue
+                unscored = np.unique(vs[np.isneginf(m_all[vs, 0])])  # left out by a code shortlist: score exactly
+                if len(unscored):
+                    m_all[unscored] = self.component_query_max(queries, unscored, exact=True)
                 scores = np.maximum(m_all[u][None, :], m_all[vs]).sum(axis=1)
                 for v, score in zip(vs.tolist(), scores.tolist(), strict=True):
                     key = (u, v) if u < v else (v, u)
@@ -738,6 +767,12 @@ class Index:
 def _root_names(predicate) -> list[str]:
     """The columns a polars expression reads (none for no expression)."""
     return [] if predicate is None else predicate.meta.root_names()
+
+
+def _check_search(search: str) -> str:
+    if search not in SEARCH_MODES:
+        raise ReaderArgumentError(f"search must be one of {', '.join(SEARCH_MODES)}; got {search!r}")
+    return search
 
 
 def _check_direction(direction: str) -> None:
@@ -784,12 +819,16 @@ def _crop(image: bytes, bbox: list[float]) -> bytes | None:
 
 
 def open_index(index_dir: str, version: int | None = None,
-               embed: Callable[[str], np.ndarray] | None = None) -> Index:
+               embed: Callable[[str], np.ndarray] | None = None, search: str = "auto") -> Index:
     """Open the index at ``index_dir``, pinned to manifest ``version`` (default: the latest).
 
     ``embed`` turns query strings into vectors; without it the index's own model is loaded on the
-    first string query (needs the ``ml`` extra).
+    first string query (needs the ``ml`` extra). ``search``: ``"exact"`` scans every vector;
+    ``"compact"`` scans sign codes and re-scores a shortlist exactly; ``"auto"`` (the default) is
+    compact for the layers whose vectors exceed ``$LAMINAE_EXACT_SEARCH_LIMIT_GB`` (4 GiB), exact
+    otherwise (``laminae.vectors``).
     """
+    _check_search(search)
     try:
         files = IndexFiles(index_dir)
     except StorageError as exc:
@@ -810,4 +849,4 @@ def open_index(index_dir: str, version: int | None = None,
             f"{index_dir} was written with schema version {manifest.get('schema_version')}; this laminae "
             f"reads version {SCHEMA_VERSION}. Install the laminae release that built it, or rebuild the index"
         )
-    return Index(str(index_dir), manifest, embed)
+    return Index(str(index_dir), manifest, embed, search)

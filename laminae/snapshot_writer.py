@@ -1,0 +1,130 @@
+"""Write a reader snapshot batch by batch, so that no layer needs to be in memory at once.
+
+Reads rows of the three node layers handed to ``SnapshotWriter.add`` in their final order
+(grouped by document, subcomponents by parent) and the link pairs; writes the files of one
+``_snapshots/NNNNNNNN/`` directory that ``Graph.load`` reads: per layer ``vectors{i}.npy``
+(float32), ``codes{i}.npy`` (sign codes, ``laminae.vectors``), ``doc``/``parent``/``starts``
+(and ``parent_starts`` for layer 2) ``.npy``, ``nodes{i}.arrow`` (id, kind, text; title and url
+for documents), ``links.npy``, ``component_links.npy`` and ``COMPLETE``. The directory is
+written under a temporary name and renamed into place. Vectors and codes are appended to plain
+files (no writable memory map, whose pages would count as the writer's resident memory).
+``Graph.save`` writes through it in one batch; ``bench/synthetic.py`` streams 10M subcomponents.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+
+from laminae.vectors import code_words, sign_codes
+
+BLOCK = 65_536  # rows per block when vectors are turned into codes
+
+
+class NpyAppender:
+    """A ``.npy`` file of a known shape whose rows are appended in order."""
+
+    def __init__(self, path: Path, dtype, shape: tuple[int, ...]) -> None:
+        self.path, self.dtype, self.shape = path, np.dtype(dtype), shape
+        self.rows = 0
+        self._file: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed by close()
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": shape}
+        np.lib.format.write_array_header_2_0(self._file, header)
+
+    def append(self, rows: np.ndarray) -> None:
+        rows = np.ascontiguousarray(rows, dtype=self.dtype)
+        if rows.shape[1:] != self.shape[1:] or self.rows + len(rows) > self.shape[0]:
+            raise ValueError(f"{self.path.name}: rows of shape {rows.shape} do not fit {self.shape} "
+                             f"after {self.rows} rows")
+        self._file.write(rows.tobytes())
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        self._file.close()
+        if self.rows != self.shape[0]:
+            raise ValueError(f"{self.path.name}: {self.rows} rows written of {self.shape[0]}")
+
+
+class SnapshotWriter:
+    """Stream the three layers of a ``Graph`` into a snapshot directory (``close`` publishes it)."""
+
+    def __init__(self, directory: str | os.PathLike[str], sizes: tuple[int, int, int], dim: int) -> None:
+        self.target = Path(directory)
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=".tmp-snapshot-"))
+        self.sizes, self.dim = sizes, dim
+        self._vectors = [NpyAppender(self.tmp / f"vectors{i}.npy", np.float32, (n, dim)) for i, n in enumerate(sizes)]
+        self._codes = [NpyAppender(self.tmp / f"codes{i}.npy", np.uint64, (n, code_words(dim)))
+                       for i, n in enumerate(sizes)]
+        self._doc: list[list[np.ndarray]] = [[], [], []]
+        self._parent: list[list[np.ndarray]] = [[], [], []]
+        self._nodes: list[tuple[pa.NativeFile, pa.ipc.RecordBatchFileWriter] | None] = [None, None, None]
+
+    def add(self, layer: int, *, ids, kinds, text, vectors: np.ndarray, doc: np.ndarray, parent: np.ndarray,
+            title=None, url=None) -> None:
+        """Append rows of one layer: ids, kinds, texts (Arrow arrays or lists of str), float32
+        vectors, the row of each one's document and parent (-1 for none)."""
+        columns = {"id": pa.array(ids, pa.string()), "kind": pa.array(kinds, pa.string()),
+                   "text": pa.array(text, pa.string())}
+        if layer == 0:
+            columns.update(title=pa.array(title, pa.string()), url=pa.array(url, pa.string()))
+        batch = pa.record_batch(columns)
+        if self._nodes[layer] is None:
+            sink = pa.OSFile(str(self.tmp / f"nodes{layer}.arrow"), "wb")
+            self._nodes[layer] = (sink, pa.ipc.new_file(sink, batch.schema))
+        self._nodes[layer][1].write_batch(batch)
+        self._vectors[layer].append(vectors)
+        for start in range(0, len(vectors), BLOCK):
+            self._codes[layer].append(sign_codes(vectors[start:start + BLOCK]))
+        self._doc[layer].append(np.asarray(doc, dtype=np.int32))
+        self._parent[layer].append(np.asarray(parent, dtype=np.int32))
+
+    def close(self, links: np.ndarray, component_links: np.ndarray) -> None:
+        """Write pointers and links ((n, 2) document → document and component → document row
+        pairs), mark the snapshot ``COMPLETE`` and move it into place (replacing an older one)."""
+        try:
+            for layer in range(3):
+                if self._nodes[layer] is None:  # an empty layer still has its files
+                    self.add(layer, ids=[], kinds=[], text=[], vectors=np.zeros((0, self.dim), np.float32),
+                             doc=[], parent=[], title=[], url=[])
+                self._vectors[layer].close()
+                self._codes[layer].close()
+                doc = np.concatenate(self._doc[layer]) if self._doc[layer] else np.zeros(0, np.int32)
+                parent = np.concatenate(self._parent[layer]) if self._parent[layer] else np.zeros(0, np.int32)
+                n_docs = self.sizes[0]
+                grouped = np.where(doc >= 0, doc, n_docs)
+                np.save(self.tmp / f"doc{layer}.npy", doc)
+                np.save(self.tmp / f"parent{layer}.npy", parent)
+                np.save(self.tmp / f"starts{layer}.npy", np.searchsorted(grouped, np.arange(n_docs + 1)).astype(np.int64))
+                if layer == 2:
+                    n_comps = self.sizes[1]
+                    by_parent = np.where(parent >= 0, parent, n_comps)
+                    np.save(self.tmp / "parent_starts2.npy",
+                            np.searchsorted(by_parent, np.arange(n_comps + 1)).astype(np.int64))
+                sink, writer = self._nodes[layer]
+                writer.close()
+                sink.close()
+            np.save(self.tmp / "links.npy", np.asarray(links, dtype=np.int64).reshape(-1, 2))
+            np.save(self.tmp / "component_links.npy", np.asarray(component_links, dtype=np.int64).reshape(-1, 2))
+            (self.tmp / "COMPLETE").write_text("1")
+            if self.target.exists():
+                shutil.rmtree(self.target)
+            os.replace(self.tmp, self.target)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Drop the partial snapshot."""
+        for appender in (*self._vectors, *self._codes):
+            appender._file.close()
+        for nodes in self._nodes:
+            if nodes is not None:
+                nodes[0].close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
