@@ -479,6 +479,13 @@ class Index:
                               dtype=np.int64)
         by_row = np.empty(len(comps.ids), dtype=np.float32)
         by_row[rows] = similarity
+        unscored = candidates[~np.isfinite(by_row[candidates])]
+        if len(unscored):  # found by text but outside the compact scan's shortlist: score them exactly
+            by_row[unscored] = self.component_query_max(q[None, :], unscored, exact=True)[:, 0]
+            position = np.full(len(comps.ids), -1, dtype=np.int64)
+            position[rows] = np.arange(len(rows))
+            similarity = similarity.copy()
+            similarity[position[unscored]] = by_row[unscored]
         bm25_by_row = dict(zip(bm25_rows.tolist(), bm25.tolist(), strict=True))
         ev = fusion.Evidence(
             rows=candidates, kinds=comps.kinds[candidates], similarity=by_row[candidates].astype(np.float64),

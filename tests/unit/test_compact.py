@@ -178,3 +178,21 @@ def test_graph_save_writes_codes(tmp_path):
     assert sorted(p.name for p in path.glob("codes*.npy")) == ["codes0.npy", "codes1.npy", "codes2.npy"]
     loaded = laminae.open(str(tmp_path), search="compact").graph
     assert np.array_equal(np.asarray(loaded.layers[2].codes), vectors.sign_codes(index.graph.layers[2].vectors))
+
+
+def test_compact_retrieve_scores_components_found_only_by_text_exactly(tmp_path):
+    make_synthetic_index(str(tmp_path), documents=120, components_per_document=4, subcomponents_per_component=5,
+                         dim=DIM, seed=4, topics=6, chunk_documents=50)
+    q = _queries(str(tmp_path), 1)[0]
+    exact = laminae.open(str(tmp_path), search="exact", embed=lambda text: q)
+    compact = laminae.open(str(tmp_path), search="compact", embed=lambda text: q)
+    text = "keyword10 keyword20 keyword30 keyword40 sentence"
+    hits = compact.retrieve(text, k=40)
+    truth = {h.id: h.extra["similarity"] for h in exact.retrieve(text, k=480)}
+    comps = compact.graph.layers[1]
+    shortlisted = compact.component_query_max(q[None, :])[:, 0]
+    outside = [h for h in hits if not np.isfinite(shortlisted[comps.position[h.id]])]
+    assert outside  # some hits come from full text alone, outside the codes' shortlist
+    for hit in hits:  # every hit's similarity is the exact best over its subcomponents
+        assert np.isfinite(hit.score) and 0 < hit.score < 1
+        assert hit.extra["similarity"] == pytest.approx(truth[hit.id], abs=1e-5)
