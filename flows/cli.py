@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (laminae.IndexOpenError, laminae.ReaderArgumentError) as exc:
+    except (laminae.IndexOpenError, laminae.ReaderArgumentError, laminae.QueryModelError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError,

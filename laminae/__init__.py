@@ -4,9 +4,16 @@ Imports only pyarrow, lancedb, numpy and ``schemas`` (polars lazily, for ``Index
 builder's heavy stack.
 """
 
-from laminae.index import Index, IndexOpenError, ReaderArgumentError, UnknownIdError, open_index
+from laminae.index import (
+    Index,
+    IndexOpenError,
+    QueryModelError,
+    ReaderArgumentError,
+    UnknownIdError,
+    open_index,
+)
 
 open = open_index  # noqa: A001 - ``laminae.open(dir)`` is the public entry point
 
-__all__ = ["Index", "IndexOpenError", "ReaderArgumentError", "UnknownIdError", "open", "open_index"]
+__all__ = ["Index", "IndexOpenError", "QueryModelError", "ReaderArgumentError", "UnknownIdError", "open", "open_index"]
 __version__ = "0.1.0"

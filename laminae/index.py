@@ -72,6 +72,10 @@ class IndexOpenError(RuntimeError):
     """The index cannot be opened; the message says why and what to do."""
 
 
+class QueryModelError(RuntimeError):
+    """A string query, and the index's embedder cannot be loaded here (the ml extra is missing)."""
+
+
 class ReaderArgumentError(ValueError):
     """An argument a reader move cannot use (a layer, mode, granularity, query vector); the message
     says what is allowed."""
@@ -208,7 +212,7 @@ class Index:
                                   **({"backend": "onnx", "quantize": "int8"} if int8 else {}))
                 embedder = load_embedder(cfg)
             except ImportError as exc:
-                raise RuntimeError(
+                raise QueryModelError(
                     f"string queries need the index's embedder ({model}): install laminae with the ml and "
                     "build extras (pip install -e '.[build,ml]'), pass embed=callable to laminae.open, or "
                     f"pass a query vector of {self.embedder['dim']} floats ({exc})"

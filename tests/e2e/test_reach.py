@@ -192,6 +192,14 @@ def test_terminal_search_get_and_hop(demo, tmp_path):
     code, out, _ = _cli("search", "rye bread baked for a whole day", "--index", index, "--k", "2")
     assert code == 0 and hits[0]["id"] in out and hits[0]["title"] in out  # the readable form
 
+    def no_model(self, text):
+        raise laminae.QueryModelError("string queries need the index's embedder: install the ml extra")
+
+    with pytest.MonkeyPatch.context() as patch:  # a machine without the ml extra: one line, no traceback
+        patch.setattr(laminae.Index, "embed_query", no_model)
+        code, out, err = _cli("search", "rye", "--index", index)
+    assert code == 2 and not out and err.strip() == "error: string queries need the index's embedder: install the ml extra"
+
     row, image = demo["row"], demo["image"]
     code, out, err = _cli("get", row["id"], image["id"], "missing-id", "--index", index, "--json",
                           "--save-images", str(tmp_path / "pictures"))

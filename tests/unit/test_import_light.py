@@ -40,7 +40,7 @@ index.beam_search([q, -q], beam=4, k=2)
 index.get([doc]); index.children(doc); index.stats()
 try:
     index.search("a string query", layer=1)
-except RuntimeError as exc:
+except laminae.QueryModelError as exc:
     assert "ml" in str(exc) and "vector" in str(exc)
 else:
     raise SystemExit("a string query without the ml extra should fail with a fix")
