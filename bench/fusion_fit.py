@@ -65,7 +65,8 @@ def gather(name: str, index_dir: Path) -> list[dict]:
         golds = score.gold_items(q, pages, "component")
         item = _item(index, text, rows, None, golds, pages, g, comps)
         if item is not None:
-            out.append(item | {"page": min(gold.doc or "" for gold in golds) if golds else q["qid"]})
+            out.append(item | {"page": min(gold.doc or "" for gold in golds) if golds else q["qid"],
+                               "question": fusion.is_question(text)})
     return out
 
 
@@ -86,8 +87,16 @@ def _item(index: laminae.Index, question: str, rows: np.ndarray | None, docs: li
 
 
 def design(item: dict) -> np.ndarray:
-    """Features plus one indicator column per kind with a prior."""
-    return np.column_stack([item["x"], *[(item["kinds"] == k).astype(np.float64) for k in fusion.KINDS]])
+    """Features plus one indicator column per kind with a prior (all zero for a keyword query,
+    which gets no prior when served)."""
+    on = float(item.get("question", True))
+    return np.column_stack([item["x"], *[on * (item["kinds"] == k) for k in fusion.KINDS]])
+
+
+def served(item: dict, weights=None, prior=None, intercept=None) -> np.ndarray:
+    """The scores the reader gives the item's candidates."""
+    prior = (fusion.KIND_PRIOR if prior is None else prior) if item.get("question", True) else {}
+    return fusion.scores(item["x"], item["kinds"], weights, prior, intercept)
 
 
 def quality(items: list[dict], scores: list[np.ndarray]) -> tuple[float, float]:
@@ -140,13 +149,12 @@ def cross_validate(sets: dict[str, list[dict]], c: float) -> dict[str, dict[str,
         for name, items in sets.items():
             for i in folds[name][f].tolist():
                 held[name][0].append(items[i])
-                held[name][1].append(fusion.scores(items[i]["x"], items[i]["kinds"], weights, prior, intercept))
+                held[name][1].append(served(items[i], weights, prior, intercept))
     out = {}
     for name, items in sets.items():
         out[name] = {
             "reciprocal rank fusion": quality(items, [i["rrf"] for i in items]),
-            f"fusion.py now ({fusion.WEIGHTS_VERSION})": quality(items, [fusion.scores(i["x"], i["kinds"])
-                                                                         for i in items]),
+            f"fusion.py now ({fusion.WEIGHTS_VERSION})": quality(items, [served(i) for i in items]),
             f"refit, held-out pages ({FOLDS} folds)": quality(*held[name]),
         }
     return out

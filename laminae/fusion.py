@@ -11,16 +11,21 @@ against the best, the share of the question's vocabulary covered) and a prior pe
 The weights are fitted by ``bench/fusion_fit.py`` (logistic regression, evidence components as
 positives, over both development sets: table questions and multi-hop passage questions, so that
 neither kind of evidence is sacrificed to the other); ``WEIGHTS_VERSION`` names the fit. The
-scores are the model's probability that a candidate is evidence.
+scores are the model's probability that a candidate is evidence. The kind priors apply to questions only
+(``is_question``): the fit saw only questions, and a keyword query says nothing about wanting a table.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+QUESTION = re.compile(r"\?\s*$|\b(?:who|whom|whose|what|when|where|which|why|how)\b|"
+                      r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|name|list|give|tell|find|identify)\b",
+                      re.IGNORECASE)
 RANK_K = 60  # 1 / (RANK_K + rank), as in reciprocal rank fusion
 ABSENT_RANK = 1000  # the rank a candidate missing from a list is given
 
@@ -42,10 +47,10 @@ FEATURES = (
 KINDS: tuple[str, ...] = ("table",)
 
 # Fitted by bench/fusion_fit.py (see its output for the cross-validated quality of this fit).
-WEIGHTS_VERSION = "2026-11-23"
-WEIGHTS = np.array([-0.713238, 5.85161, -0.96498, 168.767, 1.27699, 72.6417, -0.477727, 258.149, 1.2144])
-KIND_PRIOR = {'table': 1.53426}
-INTERCEPT = -10.5072
+WEIGHTS_VERSION = "2026-11-24"
+WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045])
+KIND_PRIOR = {'table': 1.49698}
+INTERCEPT = -10.424
 
 
 @dataclass
@@ -85,6 +90,13 @@ def features(ev: Evidence) -> np.ndarray:
         1.0 / (RANK_K + ev.coverage_rank),
         ev.own_similarity,
     ]).astype(np.float64)
+
+
+def is_question(text: str) -> bool:
+    """A question or request (a question word, a leading auxiliary verb or request verb such as
+    "name" or "list", or a final question mark) rather than a keyword query: the weights were
+    fitted on questions, so only questions get the kind priors."""
+    return bool(QUESTION.search(text))
 
 
 def kind_prior(kinds: Sequence[str] | np.ndarray, prior: dict[str, float] | None = None) -> np.ndarray:

@@ -414,8 +414,8 @@ class Index:
         subcomponents' search text, which carries the page title, section and caption; a component
         scores its best match plus half its second) and one term-coverage ranking. With
         ``ranking="learned"`` (the default) every component in any of them is scored by the
-        learned fusion (``laminae.fusion``: the ranks, the scores' margins and a prior per kind,
-        fitted on table and multi-hop questions; a hit's score is the estimated probability that
+        learned fusion (``laminae.fusion``: the ranks, the scores' margins and, for a question
+        rather than a keyword query, a prior per kind; fitted on table and multi-hop questions; a hit's score is the estimated probability that
         it is evidence); ``ranking="rrf"`` fuses the rankings by reciprocal rank instead, with no
         learned weights. ``documents`` and ``kinds`` restrict the candidates. A hit's
         ``extra["similarity"]`` is its dense score. A vector query has only the dense rankings,
@@ -453,7 +453,7 @@ class Index:
         if ev is None or not learned:
             fused_rows, fused = rrf(lists)
             return fused_rows, fused, similarity
-        learned = fusion.scores(fusion.features(ev), ev.kinds)
+        learned = fusion.scores(fusion.features(ev), ev.kinds, prior=None if fusion.is_question(query) else {})
         order = np.lexsort((ev.rows, -learned))
         return ev.rows[order], learned[order], similarity
 

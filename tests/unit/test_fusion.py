@@ -89,3 +89,13 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
     assert np.allclose(written["WEIGHTS"], weights, rtol=1e-5)
     assert written["KIND_PRIOR"].keys() == set(fusion.KINDS)
     assert math.isclose(written["INTERCEPT"], intercept, rel_tol=1e-5)
+
+
+@pytest.mark.parametrize(("text", "question"), [
+    ("what team had the first pick in round 17?", True), ("Which bread bakes longest", True),
+    ("name the only stage that sean kelly won.", True), ("is rye a grass", True), ("rye bread?", True),
+    ("rye bread", False), ("rye bread baked for a whole day", False), ("first home opponent", False),
+    ("whatever sourdough", False), ("this island", False),
+])
+def test_questions_are_told_from_keyword_queries(text, question):
+    assert fusion.is_question(text) is question

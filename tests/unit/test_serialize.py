@@ -170,7 +170,8 @@ def test_term_coverage_matches_a_brute_force_reference(synthetic, monkeypatch):
     assert len(capped) == 12  # max(7, 120 // 10)
 
 
-def _brute_learned(comps, candidates, kind_lists, best, lexical, lexical_order, covered, cover_order, total, q):
+def _brute_learned(comps, candidates, kind_lists, best, lexical, lexical_order, covered, cover_order, total, q,
+                   question: bool):
     """The learned fusion's score of every candidate, each feature computed on its own."""
     def rank(order, r):
         return order.index(r) + 1 if r in order else fusion.ABSENT_RANK
@@ -185,14 +186,14 @@ def _brute_learned(comps, candidates, kind_lists, best, lexical, lexical_order, 
              1 / (fusion.RANK_K + rank(lexical_order, r)), covered[r] / total,
              1 / (fusion.RANK_K + rank(cover_order, r)), float(comps.vectors[r] @ q)]
         z = sum(w * v for w, v in zip(fusion.WEIGHTS.tolist(), x, strict=True))
-        z += fusion.KIND_PRIOR.get(kind, 0.0) + fusion.INTERCEPT
+        z += (fusion.KIND_PRIOR.get(kind, 0.0) if question else 0.0) + fusion.INTERCEPT
         out[r] = 1 / (1 + math.exp(-z))
     return out
 
 
-def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthetic):
+@pytest.mark.parametrize("text", ["keyword10 sentence", "which sentence holds keyword10?"])
+def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthetic, text):
     index = synthetic
-    text = "keyword10 sentence"
     g = index.graph
     comps, subs = g.layers[1], g.layers[2]
     vector = np.ones(16, np.float32) / 4.0
@@ -214,8 +215,10 @@ def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthet
     lexical_order = sorted(lexical, key=lambda c: (-lexical[c], c))
     cover_order, covered, total = _brute_coverage(index, text)
     candidates = sorted({*[r for lst in kind_lists for r in lst], *lexical_order, *cover_order})
+    question = text.endswith("?")  # the kind priors apply to questions, not to keyword queries
+    assert fusion.is_question(text) == question
     learned = _brute_learned(comps, candidates, kind_lists, best, lexical, lexical_order, covered, cover_order,
-                             total, vector)
+                             total, vector, question)
     expected = _by_score_then_id(comps, np.array(candidates), np.array([learned[r] for r in candidates]))
     hits = fixed.retrieve(text, k=6)
     assert lexical and [h.id for h in hits] == [str(comps.ids[r]) for r, _ in expected[:6]]
