@@ -114,7 +114,10 @@ def scores(x: np.ndarray, kinds: Sequence[str] | np.ndarray, weights: np.ndarray
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # the logistic, without overflow
 
 
-def ranks(ranking: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Rank (from 1) of each of ``rows`` in ``ranking`` (best first); ABSENT_RANK where absent."""
-    where = {int(r): i + 1 for i, r in enumerate(np.asarray(ranking).tolist())}
+def ranks(rankings: Sequence[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """Rank (from 1) of each of ``rows`` in the one of ``rankings`` (each best first, none sharing
+    a row, as the per-kind dense rankings) that holds it; ABSENT_RANK where none does."""
+    where: dict[int, int] = {}
+    for ranking in rankings:
+        where.update((int(r), i + 1) for i, r in enumerate(np.asarray(ranking).tolist()))
     return np.array([where.get(int(r), ABSENT_RANK) for r in rows.tolist()], dtype=np.float64)

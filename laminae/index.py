@@ -415,8 +415,8 @@ class Index:
         scores its best match plus half its second) and one term-coverage ranking. With
         ``ranking="learned"`` (the default) every component in any of them is scored by the
         learned fusion (``laminae.fusion``: the ranks, the scores' margins and, for a question
-        rather than a keyword query, a prior per kind; fitted on table and multi-hop questions; a hit's score is the estimated probability that
-        it is evidence); ``ranking="rrf"`` fuses the rankings by reciprocal rank instead, with no
+        rather than a keyword query, a prior per kind; fitted on table and multi-hop questions; a
+        hit's score is the estimated probability that it is evidence); ``ranking="rrf"`` fuses the rankings by reciprocal rank instead, with no
         learned weights. ``documents`` and ``kinds`` restrict the candidates. A hit's
         ``extra["similarity"]`` is its dense score. A vector query has only the dense rankings,
         fused by reciprocal rank.
@@ -453,9 +453,9 @@ class Index:
         if ev is None or not learned:
             fused_rows, fused = rrf(lists)
             return fused_rows, fused, similarity
-        learned = fusion.scores(fusion.features(ev), ev.kinds, prior=None if fusion.is_question(query) else {})
-        order = np.lexsort((ev.rows, -learned))
-        return ev.rows[order], learned[order], similarity
+        probability = fusion.scores(fusion.features(ev), ev.kinds, prior=None if fusion.is_question(query) else {})
+        order = np.lexsort((ev.rows, -probability))
+        return ev.rows[order], probability[order], similarity
 
     def _fusion_evidence(self, query, q: np.ndarray, rows: np.ndarray, documents, granularity: int):
         """The rankings ``_fused_components`` fuses, and for a text query at granularity 2 the
@@ -478,28 +478,24 @@ class Index:
             return lists, None, similarity
         bm25_rows, bm25 = self._fts_components(query, rows, documents)
         coverage_rows, coverage, coverage_total = self._term_coverage(query, rows)
-        dense_lists = lists
-        candidates = np.array(sorted(set(np.concatenate([*dense_lists, bm25_rows, coverage_rows]).tolist())),
+        candidates = np.array(sorted(set(np.concatenate([*lists, bm25_rows, coverage_rows]).tolist())),
                               dtype=np.int64)
         by_row = np.empty(len(comps.ids), dtype=np.float32)
         by_row[rows] = similarity
         unscored = candidates[~np.isfinite(by_row[candidates])]
         if len(unscored):  # found by text but outside the compact scan's shortlist: score them exactly
             by_row[unscored] = self.component_query_max(q[None, :], unscored, exact=True)[:, 0]
-            position = np.full(len(comps.ids), -1, dtype=np.int64)
-            position[rows] = np.arange(len(rows))
-            similarity = similarity.copy()
-            similarity[position[unscored]] = by_row[unscored]
+            similarity = by_row[rows]
         bm25_by_row = dict(zip(bm25_rows.tolist(), bm25.tolist(), strict=True))
         ev = fusion.Evidence(
             rows=candidates, kinds=comps.kinds[candidates], similarity=by_row[candidates].astype(np.float64),
             own_similarity=(comps.vectors[candidates] @ q).astype(np.float64),
-            dense_rank=_kind_ranks(dense_lists, candidates),
+            dense_rank=fusion.ranks(lists, candidates),
             bm25=np.array([bm25_by_row.get(r, 0.0) for r in candidates.tolist()]),
-            bm25_rank=fusion.ranks(bm25_rows, candidates),
-            coverage=coverage[candidates].astype(np.float64), coverage_rank=fusion.ranks(coverage_rows, candidates),
-            coverage_total=coverage_total)
-        return [*dense_lists, bm25_rows, coverage_rows], ev, similarity
+            bm25_rank=fusion.ranks([bm25_rows], candidates),
+            coverage=coverage[candidates].astype(np.float64),
+            coverage_rank=fusion.ranks([coverage_rows], candidates), coverage_total=coverage_total)
+        return [*lists, bm25_rows, coverage_rows], ev, similarity
 
     def _fts_components(self, text: str, rows: np.ndarray, documents) -> tuple[np.ndarray, np.ndarray]:
         """Component rows ranked by BM25 over their subcomponents (best match + half the second),
@@ -799,15 +795,6 @@ def _ranked(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
         top = np.argpartition(-scores, depth - 1)[:depth]
         rows, scores = rows[top], scores[top]
     return rows[np.lexsort((rows, -scores))]
-
-
-def _kind_ranks(kind_lists: Sequence[np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """Rank (from 1) of each row in the one per-kind ranking that holds it (``fusion.ABSENT_RANK``
-    where none does)."""
-    where: dict[int, int] = {}
-    for ranking in kind_lists:
-        where.update((int(r), i + 1) for i, r in enumerate(ranking.tolist()))
-    return np.array([where.get(int(r), fusion.ABSENT_RANK) for r in rows.tolist()], dtype=np.float64)
 
 
 def rrf(rankings: Sequence[np.ndarray], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:

@@ -58,7 +58,10 @@ def test_the_shipped_weights_rank_more_evidence_higher():
 
 
 def test_ranks_of_rows_in_a_ranking():
-    assert fusion.ranks(np.array([9, 4]), np.array([4, 7, 9])).tolist() == [2, fusion.ABSENT_RANK, 1]
+    assert fusion.ranks([np.array([9, 4])], np.array([4, 7, 9])).tolist() == [2, fusion.ABSENT_RANK, 1]
+    # several rankings holding different rows (the per-kind dense lists): each row's rank in its own
+    assert fusion.ranks([np.array([9, 4]), np.array([7])], np.array([4, 7, 9, 5])).tolist() == \
+        [2, 1, 1, fusion.ABSENT_RANK]
 
 
 def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, monkeypatch):
