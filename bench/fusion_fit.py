@@ -63,27 +63,19 @@ def gather(name: str, index_dir: Path) -> list[dict]:
         q = json.loads(line)
         text = q["question"]
         golds = score.gold_items(q, pages, "component")
-        item = _item(index, text, rows, None, golds, pages, g, comps)
-        if item is not None:
-            out.append(item | {"page": min(gold.doc or "" for gold in golds) if golds else q["qid"],
-                               "question": fusion.is_question(text)})
+        lists, ev, _ = index._fusion_evidence(text, index._query_vector(text), rows, None, 2)
+        labels = np.zeros((len(ev.rows), len(golds)), dtype=bool)
+        for i, row in enumerate(ev.rows.tolist()):
+            doc = pages(g.urls[int(comps.doc[row])].as_py())
+            labels[i] = [gold.hit(doc, comps.text[row].as_py() or "", None, strip=pages.title.get(doc))
+                         for gold in golds]
+        fused_rows, _ = rrf(lists)
+        rrf_rank = {r: i for i, r in enumerate(fused_rows.tolist())}
+        out.append({"rows": ev.rows, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
+                    "rrf": -np.array([rrf_rank[r] for r in ev.rows.tolist()], dtype=np.float64),
+                    "page": min(gold.doc or "" for gold in golds) if golds else q["qid"],
+                    "question": fusion.is_question(text)})
     return out
-
-
-def _item(index: laminae.Index, question: str, rows: np.ndarray | None, docs: list[str] | None, golds, pages,
-          g, comps) -> dict | None:
-    """One fusion's candidates over ``rows`` (of the documents ``docs``; None: all), labelled."""
-    if rows is None or len(rows) == 0:
-        return None
-    lists, ev, _ = index._fusion_evidence(question, index._query_vector(question), rows, docs, 2)
-    labels = np.zeros((len(ev.rows), len(golds)), dtype=bool)
-    for i, row in enumerate(ev.rows.tolist()):
-        doc = pages(g.urls[int(comps.doc[row])].as_py())
-        labels[i] = [gold.hit(doc, comps.text[row].as_py() or "", None, strip=pages.title.get(doc)) for gold in golds]
-    fused_rows, _ = rrf(lists)
-    rrf_rank = {r: i for i, r in enumerate(fused_rows.tolist())}
-    return {"rows": ev.rows, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
-            "rrf": -np.array([rrf_rank[r] for r in ev.rows.tolist()], dtype=np.float64)}
 
 
 def design(item: dict) -> np.ndarray:
@@ -95,8 +87,7 @@ def design(item: dict) -> np.ndarray:
 
 def served(item: dict, weights=None, prior=None, intercept=None) -> np.ndarray:
     """The scores the reader gives the item's candidates."""
-    prior = (fusion.KIND_PRIOR if prior is None else prior) if item.get("question", True) else {}
-    return fusion.scores(item["x"], item["kinds"], weights, prior, intercept)
+    return fusion.scores(item["x"], item["kinds"], weights, prior, intercept, question=item.get("question", True))
 
 
 def quality(items: list[dict], scores: list[np.ndarray]) -> tuple[float, float]:

@@ -105,12 +105,15 @@ def kind_prior(kinds: Sequence[str] | np.ndarray, prior: dict[str, float] | None
 
 
 def scores(x: np.ndarray, kinds: Sequence[str] | np.ndarray, weights: np.ndarray | None = None,
-           prior: dict[str, float] | None = None, intercept: float | None = None) -> np.ndarray:
+           prior: dict[str, float] | None = None, intercept: float | None = None,
+           question: bool = True) -> np.ndarray:
     """Probability of being evidence, per candidate: the logistic of the weighted features plus
-    the kind's prior."""
+    the kind's prior (for a ``question`` only; see ``is_question``)."""
     w = WEIGHTS if weights is None else weights
     b = INTERCEPT if intercept is None else intercept
-    z = x @ w + kind_prior(kinds, prior) + b
+    z = x @ w + b
+    if question:
+        z = z + kind_prior(kinds, prior)
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # the logistic, without overflow
 
 

@@ -453,7 +453,7 @@ class Index:
         if ev is None or not learned:
             fused_rows, fused = rrf(lists)
             return fused_rows, fused, similarity
-        probability = fusion.scores(fusion.features(ev), ev.kinds, prior=None if fusion.is_question(query) else {})
+        probability = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query))
         order = np.lexsort((ev.rows, -probability))
         return ev.rows[order], probability[order], similarity
 

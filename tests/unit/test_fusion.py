@@ -46,6 +46,9 @@ def test_scores_are_the_logistic_of_weights_and_kind_priors():
     got = fusion.scores(x, ["table", "video"], weights=np.array([0.5, 1.0]), prior={"table": 2.0}, intercept=-1.0)
     z = [0.5 + 2.0 + 2.0 - 1.0, -1.0 - 1.0]  # a kind without a prior gets none
     assert np.allclose(got, [1 / (1 + math.exp(-v)) for v in z])
+    keyword = fusion.scores(x, ["table", "video"], weights=np.array([0.5, 1.0]), prior={"table": 2.0}, intercept=-1.0,
+                            question=False)  # a keyword query gets no kind prior
+    assert np.allclose(keyword, [1 / (1 + math.exp(-v)) for v in (0.5 + 2.0 - 1.0, -1.0 - 1.0)])
 
 
 def test_the_shipped_weights_rank_more_evidence_higher():
