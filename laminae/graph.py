@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from laminae.snapshot_writer import SnapshotWriter
-from laminae.vectors import RowFile, code_prefix, layer_is_compact, sign_codes
+from laminae.vectors import RowFile, code_prefix, layer_is_compact, sign_codes, spans
 
 
 class ArrowStrings:
@@ -90,10 +90,8 @@ class Layer:
 
     def rows_of_documents(self, docs: np.ndarray) -> np.ndarray:
         """Row indices of every node of these documents (in the order of ``docs``)."""
-        if len(docs) == 0:
-            return np.zeros(0, dtype=np.int64)
-        spans = [np.arange(self.starts[d], self.starts[d + 1]) for d in docs]
-        return np.concatenate(spans)
+        docs = np.asarray(docs, dtype=np.int64)
+        return spans(self.starts[docs], self.starts[docs + 1] - self.starts[docs])
 
 
 SCAN_BLOCK = 2048

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -38,6 +39,8 @@ SHORTLIST_GROUPS = 300  # documents or components re-scored exactly after a grou
 PREFILTER_WORDS = 3  # a first pass over 192 of the bits (0: none), when candidates are many
 PREFILTER_FACTOR = 30  # ... keeps this many times the shortlist for the pass over whole codes
 CODE_BLOCK = 32_768  # rows per block of a code scan (stays in cache)
+SELECT_MIN = 1 << 19  # from this many values (rows, or groups) on, a selection starts from a sampled threshold
+SELECT_SAMPLE = 65_536  # ... read from this many values
 _THREADS = 2
 
 _pool: ThreadPoolExecutor | None = None
@@ -84,20 +87,27 @@ def sign_codes(vectors: np.ndarray) -> np.ndarray:
     return packed.view(np.uint64)
 
 
-def _scan_part(codes: np.ndarray, query_codes: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
-    words = codes.shape[1]
+def _scan_part(codes: np.ndarray, query_codes: np.ndarray, out: np.ndarray, lo: int, hi: int,
+               columns: bool = False) -> None:
+    """Distances of rows ``lo:hi`` into ``out`` (queries × rows). Each 64-bit word of a block is
+    XORed and counted as one contiguous run over the block's rows: with a row's few words as the
+    inner axis, numpy's loops would run three to six elements at a time (five times slower)."""
+    words = query_codes.shape[1]
+    xor = np.empty(CODE_BLOCK, dtype=np.uint64)
+    count = np.empty(CODE_BLOCK, dtype=np.uint8)
     for start in range(lo, hi, CODE_BLOCK):
         end = min(hi, start + CODE_BLOCK)
-        block = codes[start:end]
+        m = end - start
+        block = codes[:, start:end] if columns else np.ascontiguousarray(np.asarray(codes[start:end]).T)
         for j, q in enumerate(query_codes):
-            counts = np.bitwise_count(np.bitwise_xor(block, q))
-            target = out[start:end, j]
-            if words == 1:
-                target[:] = counts[:, 0]
-                continue
-            np.add(counts[:, 0], counts[:, 1], out=target, dtype=np.uint16)
-            for w in range(2, words):
-                np.add(target, counts[:, w], out=target)
+            target = out[j, start:end]
+            for w in range(words):
+                np.bitwise_xor(block[w], q[w], out=xor[:m])
+                np.bitwise_count(xor[:m], out=count[:m])
+                if w == 0:
+                    target[:] = count[:m]
+                else:
+                    np.add(target, count[:m], out=target)
 
 
 class RowFile:
@@ -154,46 +164,50 @@ class RowFile:
 
 
 def code_prefix(codes: np.ndarray, block: int = 1 << 20) -> np.ndarray | None:
-    """The first ``PREFILTER_WORDS`` words of every code as one contiguous array in memory (a
-    fifth of a 384-bit code; its scan takes about half the time of the same columns read from
-    the whole codes), or None when there is no first pass. A memory-mapped file is read with
-    plain reads, block by block."""
+    """The first ``PREFILTER_WORDS`` words of every code, word by word ((words, n): one contiguous
+    run of the rows' first words, then of their second, ...) in memory, a fifth of a 384-bit
+    code; or None when there is no first pass. A memory-mapped file is read with plain reads,
+    block by block."""
     if not 0 < PREFILTER_WORDS < codes.shape[1]:
         return None
     source = RowFile.of(codes) if isinstance(codes, np.memmap) else codes
-    out = np.empty((len(codes), PREFILTER_WORDS), dtype=np.uint64)
+    out = np.empty((PREFILTER_WORDS, len(codes)), dtype=np.uint64)
     for start in range(0, len(codes), block):
-        out[start:start + block] = source[start:start + block][:, :PREFILTER_WORDS]
+        out[:, start:start + block] = np.asarray(source[start:start + block])[:, :PREFILTER_WORDS].T
     return out
 
 
-def _first_words(codes: np.ndarray, prefix: np.ndarray | None) -> np.ndarray:
-    return prefix if prefix is not None and prefix.shape[1] == PREFILTER_WORDS else codes[:, :PREFILTER_WORDS]
+def _first_words(codes: np.ndarray, prefix: np.ndarray | None) -> tuple[np.ndarray, bool]:
+    """The codes' first words to scan, and whether they are laid out word by word (``code_prefix``)."""
+    if prefix is not None and prefix.shape[0] == PREFILTER_WORDS:
+        return prefix, True
+    return codes[:, :PREFILTER_WORDS], False
 
 
-def hamming(codes: np.ndarray, query_codes: np.ndarray) -> np.ndarray:
-    """Hamming distances (rows × queries, uint16) of every code to each query's code.
+def hamming(codes: np.ndarray, query_codes: np.ndarray, columns: bool = False) -> np.ndarray:
+    """Hamming distances (rows × queries, uint16) of every code to each query's code; ``columns``:
+    ``codes`` is laid out word by word, (words, n), as ``code_prefix`` returns it.
 
     Blocks of ``CODE_BLOCK`` rows, split over two threads (numpy releases the GIL in XOR and
-    popcount): about 20 ms per million 384-bit codes and query on this 2-core machine.
+    popcount): about 4 ms per million 384-bit codes and query on this 2-core machine.
     """
     global _pool
-    n = len(codes)
-    out = np.empty((n, len(query_codes)), dtype=np.uint16)
+    n = codes.shape[1] if columns else len(codes)
+    out = np.empty((len(query_codes), n), dtype=np.uint16)
     if n == 0:
-        return out
+        return out.T
     if n < 4 * CODE_BLOCK:
-        _scan_part(codes, query_codes, out, 0, n)
-        return out
+        _scan_part(codes, query_codes, out, 0, n, columns)
+        return out.T
     if _pool is None:
         _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="laminae-codes")
     cuts = np.linspace(0, n, _THREADS + 1).astype(np.int64)
     cuts[1:-1] -= cuts[1:-1] % CODE_BLOCK
-    futures = [_pool.submit(_scan_part, codes, query_codes, out, int(cuts[i]), int(cuts[i + 1]))
+    futures = [_pool.submit(_scan_part, codes, query_codes, out, int(cuts[i]), int(cuts[i + 1]), columns)
                for i in range(_THREADS)]
     for future in futures:
         future.result()
-    return out
+    return out.T
 
 
 def group_min(values: np.ndarray, starts: np.ndarray, empty: int) -> np.ndarray:
@@ -206,15 +220,78 @@ def group_min(values: np.ndarray, starts: np.ndarray, empty: int) -> np.ndarray:
     return out
 
 
+def _at_most(values: np.ndarray, wanted: int, take):
+    """``take(positions, last)`` of the positions (sorted) of the values at or below a threshold,
+    read from a strided sample of ``SELECT_SAMPLE`` values for about ``wanted`` positions and
+    raised until ``take`` returns something other than None (``last``: every position, where it
+    must). One comparison over the values instead of a partition (or a per-group reduction) of
+    all of them."""
+    n = len(values)
+    sample = np.sort(values[:: max(1, n // SELECT_SAMPLE)])
+    while True:
+        rank = int(wanted / n * len(sample) * 1.5) + 16
+        if rank >= len(sample) - 1:
+            return take(np.arange(n, dtype=np.int64), True)
+        found = take(np.flatnonzero(values <= sample[rank]), False)
+        if found is not None:
+            return found
+        wanted *= 4
+
+
+def smallest(values: np.ndarray, count: int) -> np.ndarray:
+    """Positions of ``count`` smallest values of a 1-D array (any of those tied at the boundary), unsorted."""
+    if len(values) <= count:
+        return np.arange(len(values), dtype=np.int64)
+    if len(values) < SELECT_MIN:
+        return np.argpartition(values, count - 1)[:count]
+    positions = _at_most(values, count, lambda p, last: p if last or len(p) >= count else None)
+    return positions[np.argpartition(values[positions], count - 1)[:count]]
+
+
 def best_by_distance(distances: np.ndarray, depth: int) -> np.ndarray:
     """Positions of the ``depth`` smallest distances per query column, their union, sorted."""
     if distances.ndim == 1:
         distances = distances[:, None]
-    n = len(distances)
-    if n <= depth:
-        return np.arange(n, dtype=np.int64)
-    picks = [np.argpartition(distances[:, j], depth - 1)[:depth] for j in range(distances.shape[1])]
+    if len(distances) <= depth:
+        return np.arange(len(distances), dtype=np.int64)
+    picks = [smallest(distances[:, j], depth) for j in range(distances.shape[1])]
     return np.unique(np.concatenate(picks)).astype(np.int64)
+
+
+def nearest_groups(distances: np.ndarray, starts: np.ndarray, depth: int,
+                   allowed: np.ndarray | None = None) -> np.ndarray:
+    """Groups (rows ``starts[i]:starts[i+1]``) whose nearest row is among the ``depth`` nearest of
+    any query column of ``distances`` (rows × queries), their union, sorted; empty groups and
+    groups not ``allowed`` (a mask) never. With many groups (a million components), only the rows
+    at or below a distance threshold are grouped (``_at_most``): a reduction over every group
+    costs more than the scan that gave the distances."""
+    empty = np.iinfo(distances.dtype).max
+    n_groups = len(starts) - 1
+    if n_groups < SELECT_MIN or len(distances) < SELECT_MIN:
+        nearest = group_min(distances, starts, empty)
+        if allowed is not None:
+            nearest[~allowed] = empty
+        picked = best_by_distance(nearest, depth)
+        return picked[nearest[picked].min(axis=1) < empty]
+    picks = [_at_most(distances[:, j], depth, partial(_nearest_among, distances[:, j], starts, allowed, depth))
+             for j in range(distances.shape[1])]
+    return np.unique(np.concatenate(picks)).astype(np.int64)
+
+
+def _nearest_among(column: np.ndarray, starts: np.ndarray, allowed: np.ndarray | None, depth: int,
+                   rows: np.ndarray, last: bool) -> np.ndarray | None:
+    """The ``depth`` groups nearest by these rows of ``column`` (sorted rows, so a group's rows are
+    adjacent), or None when they hold fewer groups and are not ``last``."""
+    groups = np.searchsorted(starts, rows, side="right") - 1
+    if allowed is not None:
+        keep = allowed[groups]
+        rows, groups = rows[keep], groups[keep]
+    firsts = np.flatnonzero(np.diff(groups, prepend=-1))
+    if len(firsts) < depth and not last:
+        return None
+    if len(firsts) == 0:
+        return firsts
+    return groups[firsts][smallest(np.minimum.reduceat(column[rows], firsts), depth)]
 
 
 def _coarse(codes: np.ndarray, candidates: int, depth: int) -> bool:
@@ -224,7 +301,7 @@ def _coarse(codes: np.ndarray, candidates: int, depth: int) -> bool:
     return 0 < PREFILTER_WORDS < codes.shape[1] and candidates > depth * PREFILTER_FACTOR
 
 
-def _spans(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def spans(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Rows ``starts[i] : starts[i] + sizes[i]`` for every i, concatenated."""
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     return np.arange(offsets[-1], dtype=np.int64) + np.repeat(starts - offsets[:-1], sizes)
@@ -237,7 +314,8 @@ def shortlist_rows(codes: np.ndarray, queries: np.ndarray, depth: int | None = N
     q = sign_codes(queries)
     if not _coarse(codes, len(codes), depth):
         return best_by_distance(hamming(codes, q), depth)
-    rows = best_by_distance(hamming(_first_words(codes, prefix), q[:, :PREFILTER_WORDS]), depth * PREFILTER_FACTOR)
+    first, columns = _first_words(codes, prefix)
+    rows = best_by_distance(hamming(first, q[:, :PREFILTER_WORDS], columns), depth * PREFILTER_FACTOR)
     return rows[best_by_distance(hamming(np.asarray(codes[rows]), q), depth)]
 
 
@@ -250,21 +328,17 @@ def shortlist_groups(codes: np.ndarray, starts: np.ndarray, queries: np.ndarray,
     if len(codes) == 0:
         return np.zeros(0, dtype=np.int64)
     depth = SHORTLIST_GROUPS if depth is None else depth
-    empty = np.iinfo(np.uint16).max
     q = sign_codes(queries)
-    coarse = _coarse(codes, len(starts) - 1, depth)
-    scanned = (_first_words(codes, prefix), q[:, :PREFILTER_WORDS]) if coarse else (codes, q)
-    nearest = group_min(hamming(*scanned), starts, empty)
-    if allowed is not None:
-        nearest[~allowed] = empty
-    picked = best_by_distance(nearest, depth * PREFILTER_FACTOR if coarse else depth)
-    picked = picked[nearest[picked].min(axis=1) < empty]
-    if not coarse or len(picked) <= depth:
-        return picked
-    sizes = starts[picked + 1] - starts[picked]
-    fine = group_min(hamming(np.asarray(codes[_spans(starts[picked], sizes)]), q),
-                     np.concatenate([[0], np.cumsum(sizes)]), empty)
-    return picked[best_by_distance(fine, depth)]
+    if not _coarse(codes, len(starts) - 1, depth):
+        return nearest_groups(hamming(codes, q), starts, depth, allowed)
+    first, columns = _first_words(codes, prefix)
+    groups = nearest_groups(hamming(first, q[:, :PREFILTER_WORDS], columns), starts, depth * PREFILTER_FACTOR,
+                            allowed)
+    if len(groups) <= depth:
+        return groups
+    sizes = starts[groups + 1] - starts[groups]
+    fine = hamming(np.asarray(codes[spans(starts[groups], sizes)]), q)
+    return groups[nearest_groups(fine, np.concatenate([[0], np.cumsum(sizes)]), depth)]
 
 
 def rescored_rows(vectors: np.ndarray, codes: np.ndarray, q: np.ndarray, depth: int | None = None,

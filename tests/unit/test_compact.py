@@ -46,10 +46,20 @@ def test_threaded_scan_equals_one_pass(monkeypatch):
     rng = np.random.default_rng(1)
     codes = vectors.sign_codes(rng.standard_normal((5000, 384)).astype(np.float32))
     q = vectors.sign_codes(rng.standard_normal((2, 384)).astype(np.float32))
-    one = np.empty((5000, 2), np.uint16)
+    one = np.empty((2, 5000), np.uint16)
     vectors._scan_part(codes, q, one, 0, 5000)
     monkeypatch.setattr(vectors, "CODE_BLOCK", 64)  # 5000 rows >= 4 blocks: two threads
-    assert np.array_equal(vectors.hamming(codes, q), one)
+    assert np.array_equal(vectors.hamming(codes, q), one.T)
+    assert np.array_equal(vectors.hamming(np.ascontiguousarray(codes.T), q, columns=True), one.T)
+
+
+def test_code_prefix_holds_the_first_words_word_by_word(monkeypatch):
+    codes = vectors.sign_codes(np.random.default_rng(2).standard_normal((1000, 384)).astype(np.float32))
+    monkeypatch.setattr(vectors, "PREFILTER_WORDS", 2)
+    prefix = vectors.code_prefix(codes, block=300)
+    assert prefix.shape == (2, 1000) and np.array_equal(prefix, codes[:, :2].T)
+    q = vectors.sign_codes(np.random.default_rng(3).standard_normal((1, 384)).astype(np.float32))
+    assert np.array_equal(vectors.hamming(prefix, q[:, :2], columns=True), vectors.hamming(codes[:, :2], q[:, :2]))
 
 
 def test_snapshot_codes_are_memory_mapped_and_compact_vectors_read_by_row(clustered):
@@ -196,3 +206,26 @@ def test_compact_retrieve_scores_components_found_only_by_text_exactly(tmp_path)
     for hit in hits:  # every hit's similarity is the exact best over its subcomponents
         assert np.isfinite(hit.score) and 0 < hit.score < 1
         assert hit.extra["similarity"] == pytest.approx(truth[hit.id], abs=1e-5)
+
+
+@pytest.mark.parametrize("select_min", [1 << 40, 64])  # 64: the sampled threshold on every call
+def test_selections_equal_brute_force(monkeypatch, select_min):
+    monkeypatch.setattr(vectors, "SELECT_MIN", select_min)
+    monkeypatch.setattr(vectors, "SELECT_SAMPLE", 50)
+    rng = np.random.default_rng(7)
+    distances = rng.integers(0, 400, size=(20_000, 2)).astype(np.uint16)
+    picked = vectors.smallest(distances[:, 0], 37)
+    assert len(picked) == 37 and distances[picked, 0].max() <= np.sort(distances[:, 0])[36]
+    sizes = rng.integers(0, 40, size=1000)  # some groups empty
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    rows = distances[: starts[-1]]
+    allowed = rng.random(1000) < 0.7
+    got = vectors.nearest_groups(rows, starts, 25, allowed)
+    nearest = vectors.group_min(rows, starts, np.iinfo(np.uint16).max)
+    for j in range(2):
+        mins = np.where(allowed & (sizes > 0), nearest[:, j], np.iinfo(np.uint16).max)
+        bound = np.sort(mins)[24]
+        assert (mins < bound).sum() <= 25 and set(np.flatnonzero(mins < bound)) <= set(got.tolist())
+    assert allowed[got].all() and (sizes[got] > 0).all()
+    assert len(got) <= 50 and np.array_equal(got, np.unique(got))
+
