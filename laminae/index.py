@@ -738,18 +738,18 @@ class Index:
         frontier = set(int(c) for c in start)
         for _ in range(iterations):
             candidates: dict[tuple[int, int], float] = dict(edges)
+            hood: dict[int, np.ndarray] = {}
             for u in frontier:
-                d = comps.doc[u]
-                neighbours = [np.arange(comps.starts[d], comps.starts[d + 1])]
-                for target in g.component_links.get(u, ()):
-                    neighbours.append(np.arange(comps.starts[target], comps.starts[target + 1]))
-                vs = np.concatenate(neighbours)
-                vs = vs[vs != u]
+                docs = np.array([comps.doc[u], *g.component_links.get(u, ())], dtype=np.int64)
+                vs = comps.rows_of_documents(docs)
+                hood[u] = vs[vs != u]
+            reached = np.unique(np.concatenate([np.zeros(0, np.int64), *hood.values()]))
+            unscored = reached[np.isneginf(m_all[reached, 0])]  # left out by a code shortlist: score exactly
+            if len(unscored):  # at once: a document's components are adjacent rows, read together
+                m_all[unscored] = self.component_query_max(queries, unscored, exact=True)
+            for u, vs in hood.items():
                 if len(vs) == 0:
                     continue
-                unscored = np.unique(vs[np.isneginf(m_all[vs, 0])])  # left out by a code shortlist: score exactly
-                if len(unscored):
-                    m_all[unscored] = self.component_query_max(queries, unscored, exact=True)
                 scores = np.maximum(m_all[u][None, :], m_all[vs]).sum(axis=1)
                 for v, score in zip(vs.tolist(), scores.tolist(), strict=True):
                     key = (u, v) if u < v else (v, u)
