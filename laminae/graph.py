@@ -174,13 +174,9 @@ class Graph:
         docs_raw = _read(tables["documents"], ["id", "kind", "title", "url", "text", "vector"])
         comps_raw = _read(tables["components"], ["id", "document_id", "parent_id", "kind", "text", "vector"])
         subs_raw = _read(tables["subcomponents"], ["id", "document_id", "parent_id", "kind", "text", "vector"])
-        # documents in the order their components first appear in storage, so that rows already
-        # stored grouped by document (and by parent) need no reordering of their vectors
         n_docs = docs_raw.num_rows
         comp_doc_raw = _index_in(comps_raw.column("document_id"), docs_raw.column("id"))
-        known = comp_doc_raw[comp_doc_raw >= 0]
-        uniq, first = np.unique(known, return_index=True)
-        doc_order = np.concatenate([uniq[np.argsort(first)], np.setdiff1d(np.arange(n_docs), uniq)]).astype(np.int64)
+        doc_order = _document_order(comp_doc_raw, n_docs)
         docs, doc_vectors = _reordered(docs_raw, doc_order, dim)
         rank = np.empty(n_docs, dtype=np.int64)
         rank[doc_order] = np.arange(n_docs)
@@ -306,6 +302,104 @@ class Graph:
         for c, d in np.load(src / "component_links.npy").tolist():
             graph.component_links.setdefault(c, set()).add(d)
         return graph
+
+
+TAKE_ROWS = 65_536  # rows a streamed snapshot reads from a table at once
+
+
+def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], batch_rows: int = TAKE_ROWS) -> None:
+    """Write the snapshot ``Graph(tables, dim).save(directory)`` writes, without a layer's vectors
+    or texts in memory: the row order and pointers come from the id columns (``id``,
+    ``document_id``, ``parent_id``) under the rules of ``Graph``, then every layer is read in that
+    order, ``batch_rows`` rows at a time (``take_offsets``: mostly runs of adjacent rows), and
+    streamed through ``SnapshotWriter``. What a build holds at once is the ids of the largest
+    layer; at 10M subcomponents the vectors alone would take 15 GB."""
+    docs = _read(tables["documents"], ["id"])
+    comps = _read(tables["components"], ["id", "document_id", "parent_id"])
+    subs = _read(tables["subcomponents"], ["id", "document_id", "parent_id"])
+    n_docs = docs.num_rows
+    comp_doc_raw = _index_in(comps.column("document_id"), docs.column("id"))
+    doc_order = _document_order(comp_doc_raw, n_docs)
+    doc_ids = docs.column("id").take(doc_order) if n_docs else docs.column("id")
+    rank = np.empty(n_docs, dtype=np.int64)
+    rank[doc_order] = np.arange(n_docs)
+    comp_order = np.argsort(np.where(comp_doc_raw >= 0, rank[np.maximum(comp_doc_raw, 0)], n_docs), kind="stable")
+    comps = comps.take(comp_order) if comps.num_rows else comps
+    comp_ids = comps.column("id")
+    sub_parent = _index_in(subs.column("parent_id"), comp_ids).astype(np.int64)
+    sub_parent[sub_parent < 0] = len(comp_ids)
+    sub_order = np.argsort(sub_parent, kind="stable")
+    subs = subs.take(sub_order) if subs.num_rows else subs
+    pointers = [(np.arange(n_docs, dtype=np.int32), np.full(n_docs, -1, np.int32)),
+                (_index_in(comps.column("document_id"), doc_ids), _index_in(comps.column("parent_id"), doc_ids)),
+                (_index_in(subs.column("document_id"), doc_ids), _index_in(subs.column("parent_id"), comp_ids))]
+    del sub_parent
+    writer = SnapshotWriter(directory, (n_docs, comps.num_rows, subs.num_rows), dim)
+    try:
+        for layer, (name, order) in enumerate((("documents", doc_order), ("components", comp_order),
+                                               ("subcomponents", sub_order))):
+            columns = ["id", "kind", "text", "vector", *(("title", "url") if layer == 0 else ())]
+            doc, parent = pointers[layer]
+            for start in range(0, len(order), batch_rows):
+                data = _take(tables[name], order[start:start + batch_rows], columns)
+                extra = {"title": data.column("title"), "url": data.column("url")} if layer == 0 else {}
+                writer.add(layer, ids=data.column("id"), kinds=data.column("kind"), text=data.column("text"),
+                           vectors=_vectors(data, dim), doc=doc[start:start + batch_rows],
+                           parent=parent[start:start + batch_rows], **extra)
+        links, component_links = _link_pairs(tables["edges"], doc_ids, comp_ids, subs.column("id"),
+                                              pointers[2][1])
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close(links, component_links)
+
+
+def _document_order(comp_doc: np.ndarray, n_docs: int) -> np.ndarray:
+    """Documents in the order their components first appear in storage (then those without any), so
+    that rows already stored grouped by document (and by parent) need no reordering."""
+    known = comp_doc[comp_doc >= 0]
+    uniq, first = np.unique(known, return_index=True)
+    return np.concatenate([uniq[np.argsort(first)], np.setdiff1d(np.arange(n_docs), uniq)]).astype(np.int64)
+
+
+def _take(tbl, rows: np.ndarray, columns: list[str]) -> pa.Table:
+    """These rows (offsets in the table's version) of a LanceDB table, in the order given."""
+    ordered = np.sort(rows)
+    got = tbl.take_offsets(ordered.tolist()).select([*columns, "_rowoffset"]).to_arrow().sort_by("_rowoffset")
+    if not np.array_equal(got.column("_rowoffset").to_numpy(), ordered):
+        raise RuntimeError(f"{tbl.name}: took {got.num_rows} rows for {len(rows)} offsets")
+    back = np.empty(len(rows), dtype=np.int64)
+    back[np.argsort(rows, kind="stable")] = np.arange(len(rows))
+    return got.drop_columns(["_rowoffset"]).take(back)
+
+
+def _link_pairs(edges, doc_ids: pa.Array, comp_ids: pa.Array, sub_ids: pa.Array,
+                sub_parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(document → document, component → document) row pairs of the resolved ``links_to`` edges
+    (a subcomponent's link counts for its component; a document's links to itself are left out)."""
+    empty = np.zeros((0, 2), dtype=np.int64)
+    if not edges.count_rows():
+        return empty, empty
+    links = edges.search().where("kind = 'links_to' AND resolved = true").select(
+        ["src_id", "src_layer", "dst_id", "document_id"]).limit(None).to_arrow()
+    if links.num_rows == 0:
+        return empty, empty
+    owner = _index_in(links.column("document_id"), doc_ids)
+    dst = _index_in(links.column("dst_id"), doc_ids)
+    keep = (owner >= 0) & (dst >= 0) & (owner != dst)
+    comp = _index_in(links.column("src_id"), comp_ids).astype(np.int64)
+    from_subs = links.column("src_layer").to_numpy(zero_copy_only=False) != 1
+    comp[from_subs] = -1
+    if from_subs.any():  # the few subcomponents that hold links, found without hashing every id
+        sources = links.column("src_id").combine_chunks()
+        holders = np.flatnonzero(pc.is_in(sub_ids, value_set=sources).to_numpy(zero_copy_only=False))
+        row = _index_in(sources, sub_ids.take(holders))
+        found = from_subs & (row >= 0)
+        comp[found] = sub_parent[holders[row[found]]]
+    pairs = np.unique(np.stack([owner, dst], axis=1)[keep].astype(np.int64), axis=0)
+    with_comp = keep & (comp >= 0)
+    component_pairs = np.unique(np.stack([comp, dst], axis=1)[with_comp].astype(np.int64), axis=0)
+    return pairs.reshape(-1, 2), component_pairs.reshape(-1, 2)
 
 
 def _strings(column: pa.ChunkedArray) -> np.ndarray:

@@ -20,7 +20,7 @@ import lancedb
 import numpy as np
 
 from laminae import fusion
-from laminae.graph import Graph, group_max, similarities
+from laminae.graph import Graph, group_max, similarities, write_snapshot
 from laminae.schemas.pictures import crop_png
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import (
@@ -193,9 +193,10 @@ class Index:
         return self._graph
 
     def save_snapshot(self) -> Path:
-        """Write the in-memory view of this version for fast loading (the builder calls this)."""
+        """Write the reader's view of this version for fast loading (the builder calls this), streamed
+        from the tables (``laminae.graph.write_snapshot``): no layer is held in memory."""
         path = snapshot_dir(self.root, self.version)
-        self.graph.save(path)
+        write_snapshot({name: self.table(name) for name in (*NODE_TABLES, "edges")}, int(self.embedder["dim"]), path)
         return path
 
     def embed_query(self, text: str) -> np.ndarray:

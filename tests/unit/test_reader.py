@@ -241,6 +241,50 @@ def test_snapshot_loads_the_same_view(tmp_path):
     assert fresh.beam_search([q], beam=4, k=3).edges == index.beam_search([q], beam=4, k=3).edges
 
 
+def test_streamed_snapshot_equals_the_view_of_reordered_tables(tmp_path):
+    """A refresh leaves tables out of document order (rewritten rows go to the end): the streamed
+    snapshot must put rows, pointers and links where the view read from the tables has them."""
+    import pyarrow as pa
+
+    from laminae.graph import Graph, write_snapshot
+    from laminae.tasks.storage.index_store import IndexStore
+
+    make_synthetic_index(str(tmp_path), documents=9, components_per_document=3, subcomponents_per_component=4,
+                         dim=8, seed=6, snapshot=False, text_index=False)
+    store = IndexStore(str(tmp_path))
+    docs = store.table("documents").search().limit(None).to_arrow()
+    moved = docs.column("id").to_pylist()[1:6:2]  # three documents rewritten: their rows now come last
+    for name in ("subcomponents", "components", "documents"):
+        tbl = store.table(name)
+        key = "id" if name == "documents" else "document_id"
+        rows = tbl.search().where(f"{key} IN ({', '.join(repr(d) for d in moved)})").limit(None).to_arrow()
+        tbl.delete(f"{key} IN ({', '.join(repr(d) for d in moved)})")
+        tbl.add(rows.take(np.random.default_rng(0).permutation(rows.num_rows)))
+    sub = store.table("subcomponents").search().limit(3).to_arrow().to_pylist()[2]
+    edges = store.table("edges")
+    link = {f.name: None for f in edges.schema}
+    link.update(id="e-sub", kind="links_to", src_id=sub["id"], src_layer=2, dst_id=moved[0],
+                document_id=sub["document_id"], target_url="http://synthetic.test/x", target_id=moved[0], resolved=True)
+    edges.add(pa.Table.from_pylist([link], schema=edges.schema))
+    store.publish("reordered", {})
+    index = laminae.open(str(tmp_path))
+    tables = {name: index.table(name) for name in ("documents", "components", "subcomponents", "edges")}
+    view = Graph(tables, 8)
+    write_snapshot(tables, 8, tmp_path / "streamed", batch_rows=5)
+    loaded = Graph.load(tmp_path / "streamed")
+    stored = tables["subcomponents"].search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
+    assert list(view.layers[2].ids) != stored and sorted(view.layers[2].ids) == sorted(stored)  # reordered
+    for a, b in zip(view.layers, loaded.layers, strict=True):
+        assert list(a.ids) == list(b.ids) and list(a.kinds) == list(b.kinds) and a.text.equals(b.text)
+        assert np.array_equal(a.vectors, b.vectors) and np.array_equal(a.doc, b.doc)
+        assert np.array_equal(a.parent, b.parent) and np.array_equal(a.starts, b.starts)
+    assert np.array_equal(view.layers[2].parent_starts, loaded.layers[2].parent_starts)
+    assert view.out_links == loaded.out_links and view.component_links == loaded.component_links
+    sub_comp = view.layers[2].parent[view.layers[2].position[sub["id"]]]
+    assert view.doc_position[moved[0]] in loaded.component_links[int(sub_comp)]
+    assert view.titles.equals(loaded.titles) and view.urls.equals(loaded.urls)
+
+
 @pytest.mark.parametrize("block", [1, 7, 2048])
 @pytest.mark.parametrize("n_queries", [1, 3])
 def test_blocked_scan_matches_the_matrix_product(block, n_queries):
