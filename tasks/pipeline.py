@@ -548,6 +548,7 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
 
 
 TABLE_BATCH = 10_000  # rows a pass over a whole node table holds at once
+CACHE_BATCH = 500_000  # cache ids read at once while pruning (about 40 bytes each)
 
 
 def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack: float,
@@ -556,21 +557,24 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
     holds more than ``(1 + slack)`` × the node count; returns how many were deleted.
 
     Reads the node tables' texts (and image keys when images are embedded from pixels) in batches
-    of ``batch_rows``, keeping only the cache keys they were embedded under (a polars column),
-    and the cache's ids; the stale ones are an anti-join of the two."""
+    of ``batch_rows``, keeping of each cache key they were embedded under only its first 64 bits
+    (a sorted numpy array: 8 bytes a node), then the cache's ids in batches; a cached id whose
+    prefix no node has is stale, and is deleted by its row address. Two keys sharing a prefix
+    (about one pair in 10^5 at 10M keys) can only keep a stale vector, never delete a live one."""
     store = IndexStore(index_dir)
     cache = store.table("embeddings")
     nodes = sum(store.table(name).count_rows() for name in NODE_TABLES)
     if cache.count_rows() <= (1 + slack) * nodes:
         return 0
     images: dict[str, str] = {}
+    columns = ["kind", EMBED_FIELD, "search_text"]
     if image_mode == "pixels":
         pictures = _columns(store.table("components"), ["id", "kind", "image_key", "image_mime"]).filter(
             (pl.col("kind") == "image") & pl.col("image_key").is_not_null()
             & (pl.col("image_mime").fill_null("") != "image/svg+xml"))
         images = dict(pictures.select("id", "image_key").iter_rows())
-    live: list[pl.Series] = []
-    columns = ["id", "kind", EMBED_FIELD, "search_text", "parent_id", "image_key", "image_mime", "bbox"]
+        columns += ["id", "parent_id", "image_key", "image_mime", "bbox"]
+    live: list[np.ndarray] = []
     for name in NODE_TABLES:
         tbl = store.table(name)
         wanted = [c for c in columns if c in tbl.schema.names]
@@ -581,12 +585,27 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
                 visual = [row for row in rows if row["kind"] in ("image", "object")]
                 _, pixel_rows = split_by_modality(visual, image_mode, images)
                 keys += [pixel_key(model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
-            live.append(pl.Series("id", keys, pl.String))
-    cached = pl.from_arrow(cache.search().select(["id"]).limit(None).to_arrow())
-    stale = cached.join(pl.concat(live).to_frame().unique(), on="id", how="anti")["id"].to_list() if live \
-        else cached["id"].to_list()
-    store.delete_ids("embeddings", stale)
-    return len(stale)
+            live.append(_key_prefixes(pl.Series(keys, dtype=pl.String)).to_numpy())
+    known = np.unique(np.concatenate(live)) if live else np.zeros(0, np.uint64)
+    del live
+    stale: list[np.ndarray] = []
+    for batch in cache.search().select(["id"]).with_row_id(True).limit(None).to_batches(CACHE_BATCH):
+        prefixes = _key_prefixes(pl.from_arrow(batch.column("id")))
+        values = prefixes.fill_null(0).to_numpy()
+        is_live = np.zeros(len(values), bool)
+        if len(known):
+            is_live = (known[np.minimum(np.searchsorted(known, values), len(known) - 1)] == values
+                       ) & prefixes.is_not_null().to_numpy()
+        stale.append(batch.column("_rowid").to_numpy()[~is_live])
+    gone = np.concatenate(stale) if stale else np.zeros(0, np.uint64)
+    store.delete_rows("embeddings", gone)
+    return len(gone)
+
+
+def _key_prefixes(keys: pl.Series) -> pl.Series:
+    """The first 64 bits of cache keys ("v" + hex digest, ``cache_key``) as UInt64; null for an id
+    that is not such a key."""
+    return keys.str.slice(1, 16).str.to_integer(base=16, dtype=pl.UInt64, strict=False)
 
 
 # the columns of a component that its subcomponents' search texts and pixels need, as they are

@@ -46,7 +46,8 @@ def plan_refresh(results: list[FetchResult], previous: dict[str, dict], by_url: 
     pages = pages_of(results)
     unchanged = [r for r in pages if r.url in by_url and not rebuild
                  and (previous.get(r.url) or {}).get("raw_key") == r.raw_key]
-    parse = [r for r in pages if r not in unchanged]
+    kept = {id(r) for r in unchanged}  # by identity: `r not in unchanged` compared every pair of pages
+    parse = [r for r in pages if id(r) not in kept]
     gone = {r.url for r in results if r.error in GONE and r.url in by_url}
     reached = {r.url for r in results}
     failed = [r for r in results if not r.ok and r.error not in GONE and r.severity == "error"]

@@ -187,23 +187,37 @@ class IndexStore:
         for start in range(0, len(ids), chunk):
             self.table(name).delete(f"id IN ({sql_list(ids[start : start + chunk])})")
 
+    def delete_rows(self, name: str, row_ids: np.ndarray, chunk: int = 50_000) -> None:
+        """Delete a table's rows by the ``_rowid`` a scan of its current version gave them (the
+        builder is the index's only writer, so they still name those rows), ``chunk`` per statement.
+
+        A list of integers costs a delete statement far less than one of string ids: 100,000 ids
+        took 1.5 GB and 4 s, 100,000 row ids 0.1 GB and 0.5 s (an embedding cache of 1M rows)."""
+        for start in range(0, len(row_ids), chunk):
+            part = np.asarray(row_ids[start : start + chunk], dtype=np.uint64)
+            self.table(name).delete(f"_rowid IN ({','.join(map(str, part.tolist()))})")
+
     def previous_fetches(self, urls: list[str] | None = None) -> dict[str, dict]:
         """The last ``fetches`` row of every URL, or of ``urls`` only (for conditional requests and
-        sitemap lastmods)."""
+        sitemap lastmods); rows that recorded an error are left out.
+
+        The crawl looks up every URL's validators, so each row is a dict (140 MB and 0.8 s at
+        100,000 pages); the rows with an error are left out by the query, not after it."""
         tbl = self.table("fetches")
         if tbl.count_rows() == 0 or urls == []:
             return {}
-        query = tbl.search()
+        where = "error IS NULL"
         if urls is not None:
-            query = query.where(f"id IN ({sql_list(['f' + digest(u) for u in urls])})")
-        rows = query.select(["url", "final_url", "etag", "last_modified", "raw_key", "content_type", "size",
-                             "fetched_at", "error"]).limit(None).to_arrow().to_pylist()
-        return {r["url"]: r for r in rows if not r["error"]}
+            where += f" AND id IN ({sql_list(['f' + digest(u) for u in urls])})"
+        fields = ["url", "final_url", "etag", "last_modified", "raw_key", "content_type", "size", "fetched_at", "error"]
+        data = tbl.search().where(where).select(fields).limit(None).to_arrow()
+        columns = [data.column(f).to_pylist() for f in fields]
+        return {values[0]: dict(zip(fields, values, strict=True)) for values in zip(*columns, strict=True)}
 
     def documents_by_url(self) -> dict[str, str]:
         """Requested URL → document id of every indexed document."""
-        rows = self.table("documents").search().select(["id", "url"]).limit(None).to_arrow().to_pylist()
-        return {r["url"]: r["id"] for r in rows}
+        data = self.table("documents").search().select(["id", "url"]).limit(None).to_arrow()
+        return dict(zip(data.column("url").to_pylist(), data.column("id").to_pylist(), strict=True))
 
     def upsert(self, name: str, rows: list[dict]) -> None:
         if not rows:

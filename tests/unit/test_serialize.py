@@ -414,7 +414,7 @@ def test_pruning_the_cache_in_batches_keeps_every_key_a_node_was_embedded_under(
                                   "pixels")
     assert len(pixels) == 9  # three pictures and their six objects; the SVG and its objects are text
     live |= {pixel_key(model, key, bbox) for _, key, bbox in pixels}
-    junk = {cache_key(model, f"a sentence no node holds {i}") for i in range(100)}
+    junk = {cache_key(model, f"a sentence no node holds {i}") for i in range(100)} | {"not a cache key"}
     store.append("embeddings", [{"id": k, "model_id": model, "vector": np.zeros(4, np.float32)}
                                 for k in sorted(live | junk)])
 
