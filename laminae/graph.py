@@ -305,6 +305,7 @@ class Graph:
 
 
 TAKE_ROWS = 65_536  # rows a streamed snapshot reads from a table at once
+RUN_ROWS = 32  # ... adjacent rows read as a range of a scan, not taken one by one
 
 
 def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], batch_rows: int = TAKE_ROWS) -> None:
@@ -363,14 +364,36 @@ def _document_order(comp_doc: np.ndarray, n_docs: int) -> np.ndarray:
 
 
 def _take(tbl, rows: np.ndarray, columns: list[str]) -> pa.Table:
-    """These rows (offsets in the table's version) of a LanceDB table, in the order given."""
+    """These rows (offsets in the table's version) of a LanceDB table, in the order given. Runs of
+    ``RUN_ROWS`` or more adjacent offsets are read as ranges of a scan (offset and limit), the
+    rest with ``take_offsets``: a take from a fragment of 200,000 rows written at once took 15-37 s
+    for 65,536 rows at 10M subcomponents, the same rows as a range 0.3 s."""
     ordered = np.sort(rows)
-    got = tbl.take_offsets(ordered.tolist()).select([*columns, "_rowoffset"]).to_arrow().sort_by("_rowoffset")
-    if not np.array_equal(got.column("_rowoffset").to_numpy(), ordered):
-        raise RuntimeError(f"{tbl.name}: took {got.num_rows} rows for {len(rows)} offsets")
+    breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
+    parts: list[pa.Table] = []
+    offsets: list[np.ndarray] = []
+    scattered: list[np.ndarray] = []
+    for lo, hi in zip(np.concatenate([[0], breaks]).tolist(), np.concatenate([breaks, [len(ordered)]]).tolist(),
+                      strict=True):
+        if hi - lo >= RUN_ROWS:
+            first = int(ordered[lo])
+            parts.append(tbl.search().select(columns).offset(first).limit(hi - lo).to_arrow())
+            offsets.append(np.arange(first, first + hi - lo))
+        else:
+            scattered.append(ordered[lo:hi])
+    if scattered:
+        wanted = np.concatenate(scattered)
+        got = tbl.take_offsets(wanted.tolist()).select([*columns, "_rowoffset"]).to_arrow()
+        offsets.append(got.column("_rowoffset").to_numpy())
+        parts.append(got.drop_columns(["_rowoffset"]))
+    data = pa.concat_tables(parts) if parts else tbl.search().select(columns).limit(0).to_arrow()
+    found = np.concatenate(offsets) if offsets else np.zeros(0, np.int64)
+    order = np.argsort(found, kind="stable")
+    if not np.array_equal(found[order], ordered):
+        raise RuntimeError(f"{tbl.name}: read {len(found)} rows for {len(rows)} offsets")
     back = np.empty(len(rows), dtype=np.int64)
     back[np.argsort(rows, kind="stable")] = np.arange(len(rows))
-    return got.drop_columns(["_rowoffset"]).take(back)
+    return data.take(order[back])
 
 
 def _link_pairs(edges, doc_ids: pa.Array, comp_ids: pa.Array, sub_ids: pa.Array,

@@ -521,7 +521,7 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
         seen.add(doc_id)
         docs.append(d)
     store = IndexStore(index_dir)
-    store.upsert("embeddings", [{"id": k, "model_id": batch.model_id, "vector": v}
+    store.append("embeddings", [{"id": k, "model_id": batch.model_id, "vector": v}
                                 for k, v in batch.new_vectors.items()])
     store.replace_documents(
         {

@@ -154,23 +154,30 @@ class IndexStore:
 
     # -- writes --------------------------------------------------------------------------------
     def replace_documents(self, batches: dict[str, list[dict]], document_ids: list[str]) -> None:
-        """Upsert the rows of these documents and delete their rows that are not in ``batches``.
+        """Replace the rows of these documents: their old nodes and edges are deleted, then the rows
+        in ``batches`` added.
 
-        Children are written before their documents so that a document row never points at
-        nodes that are not there yet.
+        Delete then add, not LanceDB's ``merge_insert``: a merge joins its rows against the whole
+        table, so its memory grows with the index (18 GB for a batch of 64 documents at 10M
+        subcomponents, ``bench/refresh_scale.py``), while a delete reads the ``document_id``
+        column and an add appends. Children are written before their documents so that a
+        document row never points at nodes that are not there yet; a run killed in between
+        leaves the pages' fetch rows as they were, so the next run parses them again.
         """
         scope = f"document_id IN ({sql_list(document_ids)})"
         for name in ("edges", "subcomponents", "components"):
             rows = batches.get(name, [])
             tbl = self.table(name)
-            if rows:
-                data = pa.Table.from_pylist(rows, schema=tbl.schema)
-                (tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-                 .when_not_matched_by_source_delete(scope).execute(data))
-            elif document_ids:
+            if document_ids:
                 tbl.delete(scope)
+            if rows:
+                tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
             crash_point(f"write:{name}")
-        self.upsert("documents", batches.get("documents", []))
+        documents = batches.get("documents", [])
+        if documents:
+            tbl = self.table("documents")
+            tbl.delete(f"id IN ({sql_list([d['id'] for d in documents])})")
+            tbl.add(pa.Table.from_pylist(documents, schema=tbl.schema))
 
     def delete_documents(self, document_ids: list[str]) -> None:
         """Remove documents with all their nodes and edges (edges they own; links to them stop resolving
@@ -227,6 +234,9 @@ class IndexStore:
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
     def append(self, name: str, rows: list[dict]) -> None:
+        """Add rows without looking for existing ones (the embedding cache: a key names its vector,
+        and an upsert would join against the whole cache; a key two batches embedded at once is
+        stored twice, with the same vector)."""
         if rows:
             tbl = self.table(name)
             tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))

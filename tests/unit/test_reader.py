@@ -241,13 +241,17 @@ def test_snapshot_loads_the_same_view(tmp_path):
     assert fresh.beam_search([q], beam=4, k=3).edges == index.beam_search([q], beam=4, k=3).edges
 
 
-def test_streamed_snapshot_equals_the_view_of_reordered_tables(tmp_path):
+@pytest.mark.parametrize("run_rows", [1, 3, 1000])  # ranges of a scan for every run, for some, for none
+def test_streamed_snapshot_equals_the_view_of_reordered_tables(tmp_path, monkeypatch, run_rows):
     """A refresh leaves tables out of document order (rewritten rows go to the end): the streamed
     snapshot must put rows, pointers and links where the view read from the tables has them."""
     import pyarrow as pa
 
+    from laminae import graph
     from laminae.graph import Graph, write_snapshot
     from laminae.tasks.storage.index_store import IndexStore
+
+    monkeypatch.setattr(graph, "RUN_ROWS", run_rows)
 
     make_synthetic_index(str(tmp_path), documents=9, components_per_document=3, subcomponents_per_component=4,
                          dim=8, seed=6, snapshot=False, text_index=False)
