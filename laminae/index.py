@@ -10,8 +10,10 @@ late-interaction beam search, and ``frame``: a table as a polars LazyFrame (pola
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,8 @@ from laminae.schemas.storage import (
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
 from laminae.stats import table_stats
 from laminae.vectors import SEARCH_MODES, rescored_rows, shortlist_groups, spans
+
+log = logging.getLogger(__name__)
 
 LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
                "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
@@ -184,7 +188,9 @@ class Index:
         """Vectors, parent pointers and link adjacency in memory (loaded on first use)."""
         if self._graph is None:
             snapshot = snapshot_dir(self.root, self.version)
-            if not is_remote(self.root) and (snapshot / "COMPLETE").exists():
+            if is_remote(self.root) and not (snapshot / "COMPLETE").exists():
+                self._cache_snapshot(snapshot)
+            if (snapshot / "COMPLETE").exists():
                 self._graph = Graph.load(snapshot)
             else:
                 self._graph = Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")},
@@ -192,9 +198,26 @@ class Index:
             self._graph.use_search(self.search_mode)
         return self._graph
 
+    def _cache_snapshot(self, snapshot: Path, keep: int = 2) -> None:
+        """Stream the view of a version on object storage into the local cache (``snapshot_dir``),
+        so that it is memory-mapped like a local index's; keep the ``keep`` newest versions of this
+        index there. A cache that cannot be written (a full disk, a read-only home) is logged and
+        the view loads from the tables, in memory."""
+        try:
+            self.save_snapshot()
+        except OSError as exc:
+            log.warning("%s: no local snapshot in %s (%s); loading the view from the tables into memory"
+                        " (set LAMINAE_CACHE_DIR to a writable directory with room for it)",
+                        self.root, snapshot.parent, exc)
+            return
+        versions = sorted(p for p in snapshot.parent.iterdir() if p.name.isdigit())
+        for old in versions[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
     def save_snapshot(self) -> Path:
-        """Write the reader's view of this version for fast loading (the builder calls this), streamed
-        from the tables (``laminae.graph.write_snapshot``): no layer is held in memory."""
+        """Write the reader's view of this version for fast loading (the builder calls this; a reader
+        of an index on object storage, into its cache), streamed from the tables
+        (``laminae.graph.write_snapshot``): no layer is held in memory."""
         path = snapshot_dir(self.root, self.version)
         write_snapshot({name: self.table(name) for name in (*NODE_TABLES, "edges")}, int(self.embedder["dim"]), path)
         return path

@@ -19,8 +19,21 @@ SNAPSHOT_DIR = "_snapshots"  # the reader's in-memory view of a version, saved (
 REMOTE_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://")
 
 
+def cache_dir() -> Path:
+    """laminae's cache (Prefect home, model weights, snapshots of remote indexes):
+    ``$LAMINAE_CACHE_DIR`` or ~/.cache/laminae."""
+    return Path(os.environ.get("LAMINAE_CACHE_DIR") or Path.home() / ".cache" / "laminae")
+
+
 def snapshot_dir(root: str | os.PathLike[str], version: int) -> Path:
-    """Where the reader's saved view of manifest ``version`` lives."""
+    """Where the reader's saved view of manifest ``version`` lives: in the index for a local one,
+    in the cache (``snapshots/<digest of the URI>/``) for one on object storage, where a memory
+    map cannot reach."""
+    if is_remote(root):
+        import hashlib
+
+        key = hashlib.sha256(str(root).rstrip("/").encode()).hexdigest()[:16]
+        return cache_dir() / "snapshots" / key / f"{version:08d}"
     return Path(root) / SNAPSHOT_DIR / f"{version:08d}"
 
 

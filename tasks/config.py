@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
-def cache_dir() -> Path:
-    """laminae's cache (Prefect home, model weights): ``$LAMINAE_CACHE_DIR`` or ~/.cache/laminae."""
-    return Path(os.environ.get("LAMINAE_CACHE_DIR") or Path.home() / ".cache" / "laminae")
+from laminae.schemas.storage import cache_dir  # noqa: F401 - re-exported: the tasks import it from here
 
 
 class CrawlConfig(BaseModel):

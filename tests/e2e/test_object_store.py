@@ -87,16 +87,56 @@ def test_build_on_s3_matches_the_local_build(remote_index, s3):
     assert index.stats()["documents"] == 14
 
 
-def test_reader_moves_on_s3(remote_index):
+def test_reader_moves_on_s3(remote_index, tmp_path, monkeypatch):
     uri, *_ = remote_index
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))  # the view's local snapshot goes there
     index = laminae.open(uri)
     image = next(c for c in index.table("components").to_arrow().to_pylist() if c["kind"] == "image"
                  and c["image_key"])
     assert index.get([image["id"]])[0]["image"]  # bytes from the raw store on S3
     hits = index.search("rye", layer=1, k=3, mode="fts")
     assert hits and "rye" in index.get([hits[0].id])[0]["text"].lower()
-    query = index.graph.layers[1].vectors[0]  # loaded from the tables: no snapshot on object storage
+    query = index.graph.layers[1].vectors[0]
     assert index.documents(query, k=3, granularity=2)
+
+
+def test_reader_of_s3_keeps_its_view_in_the_local_cache(remote_index, tmp_path, monkeypatch, caplog):
+    import numpy as np
+
+    from laminae import index as index_module
+    from laminae.graph import Graph
+    from laminae.schemas.storage import snapshot_dir
+
+    uri, *_ = remote_index
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path / "cache"))
+    index = laminae.open(uri)
+    cached = snapshot_dir(uri, index.version)
+    assert str(cached).startswith(str(tmp_path / "cache" / "snapshots"))
+    graph = index.graph  # streamed from the tables on S3 into the cache, then memory-mapped
+    assert (cached / "COMPLETE").exists() and isinstance(graph.layers[2].vectors, np.memmap)
+    view = Graph({name: index.table(name) for name in ("documents", "components", "subcomponents", "edges")},
+                 int(index.embedder["dim"]))
+    for a, b in zip(view.layers, graph.layers, strict=True):
+        assert list(a.ids) == list(b.ids) and np.array_equal(a.vectors, b.vectors)
+        assert np.array_equal(a.parent, b.parent) and np.array_equal(a.starts, b.starts)
+    assert view.out_links == graph.out_links and view.component_links == graph.component_links
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cached snapshot should be read, not written again")
+
+    monkeypatch.setattr(index_module, "write_snapshot", refuse)
+    again = laminae.open(uri)
+    q = graph.layers[1].vectors[0]
+    assert [h.id for h in again.documents(q, k=3, granularity=2)] == [h.id for h in index.documents(q, k=3, granularity=2)]
+
+    monkeypatch.undo()
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(blocked))
+    with caplog.at_level("WARNING", logger="laminae.index"):
+        fallback = laminae.open(uri).graph
+    assert not isinstance(fallback.layers[2].vectors, np.memmap)  # in memory, from the tables
+    assert "LAMINAE_CACHE_DIR" in caplog.text
 
 
 def test_refresh_on_s3_changes_nothing(remote_index):
