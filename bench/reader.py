@@ -17,13 +17,14 @@ resident memory. The reference row of the exact mode is one bare numpy matrix-ve
 all subcomponent vectors (the memory-bandwidth floor of an exact scan).
 
     .venv/bin/python bench/reader.py --documents 10000 --modes exact compact          # 1M subcomponents
-    .venv/bin/python bench/reader.py --documents 100000 --no-text --index /tmp/scale-10m  # 10M
+    .venv/bin/python bench/reader.py --documents 100000 --no-text --index /tmp/scale-10m --refresh  # 10M
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -144,6 +145,9 @@ def main() -> int:
     parser.add_argument("--no-text", action="store_true",
                         help="no full-text index (built in minutes at 10M) and no text moves")
     parser.add_argument("--index", help="reuse or keep the synthetic index here")
+    parser.add_argument("--refresh", action="store_true",
+                        help="then a refresh of 1 %% of the documents on the same index (bench/refresh_scale.py: "
+                             "seconds and peak RSS per stage; adds versions to the index)")
     parser.add_argument("--prefilter", type=int, default=vectors.PREFILTER_WORDS,
                         help="64-bit words of each code in a compact scan's first pass (0: whole codes only)")
     args = parser.parse_args()
@@ -233,7 +237,11 @@ def main() -> int:
     for mode, (docs_recall, rows_recall) in recall.items():
         print(f"[{mode}] recall against exact: global hop g=2 recall@30 {docs_recall:.3f}; "
               f"dense search layer 2 recall@10 {rows_recall:.3f}")
-    print(f"RSS now {rss_mb():.0f} MB, peak {peak_mb():.0f} MB")
+    print(f"RSS now {rss_mb():.0f} MB, peak {peak_mb():.0f} MB", flush=True)
+    if args.refresh:
+        script = Path(__file__).resolve().parent / "refresh_scale.py"
+        return subprocess.run([sys.executable, str(script), "--index", str(path), "--documents",
+                               str(args.documents)]).returncode
     return 0
 
 
