@@ -421,3 +421,22 @@ def test_pruning_the_cache_in_batches_keeps_every_key_a_node_was_embedded_under(
     assert prune_embedding_cache(str(tmp_path), model, "text_proxy", slack=10.0) == 0  # under the slack
     assert prune_embedding_cache(str(tmp_path), model, "pixels", slack=0.0, batch_rows=3) == len(junk)
     assert set(store.table("embeddings").to_arrow().column("id").to_pylist()) == live
+
+
+def test_cache_lookups_find_indexed_and_later_keys(tmp_path):
+    from laminae.tasks.storage.index_store import IndexStore
+
+    store = IndexStore(str(tmp_path))
+    store.prepare({"model_id": "m", "dim": 4, "image_mode": "text_proxy"})
+    rng = np.random.default_rng(0)
+    first = {f"v{i:04x}": rng.standard_normal(4).astype(np.float32) for i in range(3000)}
+    store.append("embeddings", [{"id": k, "model_id": "m", "vector": v} for k, v in first.items()])
+    store.index_embedding_cache()
+    assert [i["columns"] for i in store.table("embeddings").list_indices()] == [["id"]]
+    later = {f"w{i:04x}": rng.standard_normal(4).astype(np.float32) for i in range(500)}  # added after the index
+    store.append("embeddings", [{"id": k, "model_id": "m", "vector": v} for k, v in later.items()])
+    store.delete_ids("embeddings", ["v0001", "w0002"])
+    wanted = [*first, *later, "v-missing"]
+    found = store.cached_vectors(wanted)
+    assert set(found) == (set(first) | set(later)) - {"v0001", "w0002"}
+    assert all(np.array_equal(found[k], v) for k, v in {**first, **later}.items() if k in found)
