@@ -312,8 +312,8 @@ def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], ba
     """Write the snapshot ``Graph(tables, dim).save(directory)`` writes, without a layer's vectors
     or texts in memory: the row order and pointers come from the id columns (``id``,
     ``document_id``, ``parent_id``) under the rules of ``Graph``, then every layer is read in that
-    order, ``batch_rows`` rows at a time (``take_offsets``: mostly runs of adjacent rows), and
-    streamed through ``SnapshotWriter``. What a build holds at once is the ids of the largest
+    order, ``batch_rows`` rows at a time (``_take``: runs of adjacent rows as ranges of a scan),
+    and streamed through ``SnapshotWriter``. What a build holds at once is the ids of the largest
     layer; at 10M subcomponents the vectors alone would take 15 GB."""
     docs = _read(tables["documents"], ["id"])
     comps = _read(tables["components"], ["id", "document_id", "parent_id"])
