@@ -175,11 +175,9 @@ class Graph:
         comps_raw = _read(tables["components"], ["id", "document_id", "parent_id", "kind", "text", "vector"])
         subs_raw = _read(tables["subcomponents"], ["id", "document_id", "parent_id", "kind", "text", "vector"])
         n_docs = docs_raw.num_rows
-        comp_doc_raw = _index_in(comps_raw.column("document_id"), docs_raw.column("id"))
-        doc_order = _document_order(comp_doc_raw, n_docs)
+        doc_order, comp_order, sub_order = _orders(docs_raw.column("id"), comps_raw.column("document_id"),
+                                                   comps_raw.column("id"), subs_raw.column("parent_id"))
         docs, doc_vectors = _reordered(docs_raw, doc_order, dim)
-        rank = np.empty(n_docs, dtype=np.int64)
-        rank[doc_order] = np.arange(n_docs)
         doc_ids = np.array(docs.column("id").to_pylist(), dtype=object)
         self.doc_position = {d: i for i, d in enumerate(doc_ids)}
         self.titles = docs.column("title").combine_chunks() if n_docs else pa.array([], pa.string())
@@ -191,42 +189,29 @@ class Graph:
             doc=np.arange(n_docs, dtype=np.int32), parent=np.full(n_docs, -1, np.int32),
             starts=np.arange(n_docs + 1, dtype=np.int64), _position=self.doc_position,
         )]
-        comp_doc = np.where(comp_doc_raw >= 0, rank[np.maximum(comp_doc_raw, 0)], n_docs)
-        comps, comp_vectors = _reordered(comps_raw, np.argsort(comp_doc, kind="stable"), dim)
+        comps, comp_vectors = _reordered(comps_raw, comp_order, dim)
         self.layers.append(self._layer(comps, comp_vectors, docs.column("id"), docs.column("id"), n_docs))
         comps_ids = comps.column("id")
-        sub_parent = _index_in(subs_raw.column("parent_id"), comps_ids).astype(np.int64)
-        sub_parent[sub_parent < 0] = len(comps_ids)
-        subs, sub_vectors = _reordered(subs_raw, np.argsort(sub_parent, kind="stable"), dim)
+        subs, sub_vectors = _reordered(subs_raw, sub_order, dim)
         self.layers.append(self._layer(subs, sub_vectors, docs.column("id"), comps_ids, n_docs))
         sub_layer = self.layers[2]
         sub_layer.parent_starts = np.searchsorted(
             np.where(sub_layer.parent >= 0, sub_layer.parent, len(comps_ids)), np.arange(len(comps_ids) + 1)
         ).astype(np.int64)
-        edges = tables["edges"]
-        links = (edges.search().where("kind = 'links_to' AND resolved = true").select(
-            ["src_id", "src_layer", "dst_id", "document_id"]).limit(None).to_arrow()
-            if edges.count_rows() else None)
+        self._adjacency(*_link_pairs(tables["edges"], docs.column("id"), comps_ids, subs.column("id"),
+                                     sub_layer.parent))
+
+    def _adjacency(self, links: np.ndarray, component_links: np.ndarray) -> None:
+        """Link dictionaries from (document → document) and (component → document) row pairs."""
         self.out_links: dict[int, set[int]] = {}
         self.in_links: dict[int, set[int]] = {}
         # links from one component (or its sentences/rows) to a document, by component row
         self.component_links: dict[int, set[int]] = {}
-        if links is not None and links.num_rows:
-            comp_layer, sub_layer = self.layers[1], self.layers[2]
-            for src, layer, dst, owner in zip(*(links.column(c).to_pylist() for c in
-                                                ("src_id", "src_layer", "dst_id", "document_id")), strict=True):
-                s, d = self.doc_position.get(owner), self.doc_position.get(dst)
-                if s is None or d is None or s == d:
-                    continue
-                self.out_links.setdefault(s, set()).add(d)
-                self.in_links.setdefault(d, set()).add(s)
-                if layer == 1:
-                    comp = comp_layer.position.get(src)
-                else:
-                    row = sub_layer.position.get(src)
-                    comp = int(sub_layer.parent[row]) if row is not None else None
-                if comp is not None and comp >= 0:
-                    self.component_links.setdefault(comp, set()).add(d)
+        for s, d in np.asarray(links).reshape(-1, 2).tolist():
+            self.out_links.setdefault(s, set()).add(d)
+            self.in_links.setdefault(d, set()).add(s)
+        for c, d in np.asarray(component_links).reshape(-1, 2).tolist():
+            self.component_links.setdefault(c, set()).add(d)
 
     @staticmethod
     def _layer(data: pa.Table, vectors: np.ndarray, doc_ids, parent_ids, n_docs: int) -> Layer:
@@ -295,12 +280,7 @@ class Graph:
                 graph.urls = table.column("url").combine_chunks()
                 graph.doc_position = layer.position
             graph.layers.append(layer)
-        graph.out_links, graph.in_links, graph.component_links = {}, {}, {}
-        for s, d in np.load(src / "links.npy").tolist():
-            graph.out_links.setdefault(s, set()).add(d)
-            graph.in_links.setdefault(d, set()).add(s)
-        for c, d in np.load(src / "component_links.npy").tolist():
-            graph.component_links.setdefault(c, set()).add(d)
+        graph._adjacency(np.load(src / "links.npy"), np.load(src / "component_links.npy"))
         return graph
 
 
@@ -311,7 +291,7 @@ RUN_ROWS = 32  # ... adjacent rows read as a range of a scan, not taken one by o
 def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], batch_rows: int = TAKE_ROWS) -> None:
     """Write the snapshot ``Graph(tables, dim).save(directory)`` writes, without a layer's vectors
     or texts in memory: the row order and pointers come from the id columns (``id``,
-    ``document_id``, ``parent_id``) under the rules of ``Graph``, then every layer is read in that
+    ``document_id``, ``parent_id``: ``_orders``, as for ``Graph``), then every layer is read in that
     order, ``batch_rows`` rows at a time (``_take``: runs of adjacent rows as ranges of a scan),
     and streamed through ``SnapshotWriter``. What a build holds at once is the ids of the largest
     layer; at 10M subcomponents the vectors alone would take 15 GB."""
@@ -319,22 +299,15 @@ def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], ba
     comps = _read(tables["components"], ["id", "document_id", "parent_id"])
     subs = _read(tables["subcomponents"], ["id", "document_id", "parent_id"])
     n_docs = docs.num_rows
-    comp_doc_raw = _index_in(comps.column("document_id"), docs.column("id"))
-    doc_order = _document_order(comp_doc_raw, n_docs)
+    doc_order, comp_order, sub_order = _orders(docs.column("id"), comps.column("document_id"), comps.column("id"),
+                                               subs.column("parent_id"))
     doc_ids = docs.column("id").take(doc_order) if n_docs else docs.column("id")
-    rank = np.empty(n_docs, dtype=np.int64)
-    rank[doc_order] = np.arange(n_docs)
-    comp_order = np.argsort(np.where(comp_doc_raw >= 0, rank[np.maximum(comp_doc_raw, 0)], n_docs), kind="stable")
     comps = comps.take(comp_order) if comps.num_rows else comps
     comp_ids = comps.column("id")
-    sub_parent = _index_in(subs.column("parent_id"), comp_ids).astype(np.int64)
-    sub_parent[sub_parent < 0] = len(comp_ids)
-    sub_order = np.argsort(sub_parent, kind="stable")
     subs = subs.take(sub_order) if subs.num_rows else subs
     pointers = [(np.arange(n_docs, dtype=np.int32), np.full(n_docs, -1, np.int32)),
                 (_index_in(comps.column("document_id"), doc_ids), _index_in(comps.column("parent_id"), doc_ids)),
                 (_index_in(subs.column("document_id"), doc_ids), _index_in(subs.column("parent_id"), comp_ids))]
-    del sub_parent
     writer = SnapshotWriter(directory, (n_docs, comps.num_rows, subs.num_rows), dim)
     try:
         for layer, (name, order) in enumerate((("documents", doc_order), ("components", comp_order),
@@ -355,12 +328,23 @@ def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], ba
     writer.close(links, component_links)
 
 
-def _document_order(comp_doc: np.ndarray, n_docs: int) -> np.ndarray:
-    """Documents in the order their components first appear in storage (then those without any), so
-    that rows already stored grouped by document (and by parent) need no reordering."""
+def _orders(doc_ids, comp_documents, comp_ids, sub_parents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The view's row order of each layer, from the id columns in storage order: documents in the
+    order their components first appear (then those without any), components grouped by document
+    and subcomponents by parent, each keeping its storage order within a group (so rows already
+    stored that way need no reordering); rows whose document or parent is unknown come last."""
+    n_docs = len(doc_ids)
+    comp_doc = _index_in(comp_documents, doc_ids)
     known = comp_doc[comp_doc >= 0]
     uniq, first = np.unique(known, return_index=True)
-    return np.concatenate([uniq[np.argsort(first)], np.setdiff1d(np.arange(n_docs), uniq)]).astype(np.int64)
+    doc_order = np.concatenate([uniq[np.argsort(first)], np.setdiff1d(np.arange(n_docs), uniq)]).astype(np.int64)
+    rank = np.empty(n_docs, dtype=np.int64)
+    rank[doc_order] = np.arange(n_docs)
+    comp_order = np.argsort(np.where(comp_doc >= 0, rank[np.maximum(comp_doc, 0)], n_docs), kind="stable")
+    ordered_comps = comp_ids.take(comp_order) if len(comp_ids) else comp_ids
+    sub_parent = _index_in(sub_parents, ordered_comps).astype(np.int64)
+    sub_parent[sub_parent < 0] = len(comp_ids)
+    return doc_order, comp_order, np.argsort(sub_parent, kind="stable")
 
 
 def _take(tbl, rows: np.ndarray, columns: list[str]) -> pa.Table:
