@@ -166,18 +166,13 @@ class IndexStore:
         """
         scope = f"document_id IN ({sql_list(document_ids)})"
         for name in ("edges", "subcomponents", "components"):
-            rows = batches.get(name, [])
-            tbl = self.table(name)
             if document_ids:
-                tbl.delete(scope)
-            if rows:
-                tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
+                self.table(name).delete(scope)
+            self.append(name, batches.get(name, []))
             crash_point(f"write:{name}")
         documents = batches.get("documents", [])
-        if documents:
-            tbl = self.table("documents")
-            tbl.delete(f"id IN ({sql_list([d['id'] for d in documents])})")
-            tbl.add(pa.Table.from_pylist(documents, schema=tbl.schema))
+        self.delete_ids("documents", [d["id"] for d in documents])
+        self.append("documents", documents)
 
     def delete_documents(self, document_ids: list[str]) -> None:
         """Remove documents with all their nodes and edges (edges they own; links to them stop resolving
@@ -234,9 +229,9 @@ class IndexStore:
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
     def append(self, name: str, rows: list[dict]) -> None:
-        """Add rows without looking for existing ones (the embedding cache: a key names its vector,
-        and an upsert would join against the whole cache; a key two batches embedded at once is
-        stored twice, with the same vector)."""
+        """Add rows without looking for existing ones: rows replaced by ``replace_documents``, and
+        the embedding cache's (a key names its vector, and an upsert would join against the whole
+        cache; a key two batches embedded at once is stored twice, with the same vector)."""
         if rows:
             tbl = self.table(name)
             tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
