@@ -14,6 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from laminae.schemas.ids import digest
+
 MANIFEST_DIR = "_manifests"  # one JSON per published build, LATEST names the newest
 SNAPSHOT_DIR = "_snapshots"  # the reader's in-memory view of a version, saved (local indexes)
 REMOTE_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://")
@@ -30,10 +32,7 @@ def snapshot_dir(root: str | os.PathLike[str], version: int) -> Path:
     in the cache (``snapshots/<digest of the URI>/``) for one on object storage, where a memory
     map cannot reach."""
     if is_remote(root):
-        import hashlib
-
-        key = hashlib.sha256(str(root).rstrip("/").encode()).hexdigest()[:16]
-        return cache_dir() / "snapshots" / key / f"{version:08d}"
+        return cache_dir() / "snapshots" / digest(str(root).rstrip("/"), size=8) / f"{version:08d}"
     return Path(root) / SNAPSHOT_DIR / f"{version:08d}"
 
 
