@@ -33,6 +33,7 @@ from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
 from laminae.tasks.nodes.search_text import SERIALIZATION
 from laminae.tasks.parse.isolated import close_pools
+from laminae.tasks.parse.pages import error_row
 from laminae.tasks.pipeline import (
     BatchReport,
     ParsedBatch,
@@ -49,6 +50,7 @@ from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_d
 from laminae.tasks.report import progress
 from laminae.tasks.report.run_report import run_markdown, write_report
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
+from laminae.tasks.storage.lease import WriterLease, writer_lease
 from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.build")
@@ -190,6 +192,18 @@ def build_search_indexes(index: str) -> None:
     store.index_embedding_cache()
 
 
+@task(name="compact-tables", cache_policy=NO_CACHE)
+def compact_tables(index: str) -> None:
+    IndexStore(index).compact_tables()
+
+
+@task(name="clean-up-versions", cache_policy=NO_CACHE)
+def clean_up_versions(index: str, keep: int) -> dict[str, int]:
+    freed = IndexStore(index).clean_up(keep)
+    log.info("cleanup: %d table versions older than the newest %d manifests deleted", sum(freed.values()), keep)
+    return freed
+
+
 @task(name="write-reader-snapshot", cache_policy=NO_CACHE)
 def write_reader_snapshot(index: str, version: int, same_as: int | None = None) -> None:
     IndexStore(index).write_snapshot(version, same_as=same_as)
@@ -223,28 +237,32 @@ def _status(indexed: int, errors: list[dict]) -> str:
 
 @flow(name="build-index", log_prints=True)
 def build_index(seeds: str, index: str, follow_links: int | None = None, settings: dict | None = None,
-                reembed: bool = False) -> dict:
+                reembed: bool = False, wait_for_lease: float | None = None) -> dict:
     """Build (or update) the index at ``index`` from the seeds file ``seeds``; returns the run summary.
 
     ``reembed``: when the index holds another model's vectors, move it to the configured model.
+    ``wait_for_lease``: seconds to wait for another writer of the index to finish (default: fail
+    at once with ``LeaseHeldError`` naming it).
     """
     cfg = BuildSettings(**(settings or {}))
     if follow_links is not None:
         cfg.crawl.follow_links = follow_links
     with progress.reporting():
-        return run_update(read_seeds(seeds), index, cfg, reembed=reembed)
+        return run_update(read_seeds(seeds), index, cfg, reembed=reembed, wait_for_lease=wait_for_lease)
 
 
 @flow(name="refresh-index", log_prints=True)
 def refresh_index(index: str, seeds: str | None = None, model: str | None = None,
-                  runner: dict | None = None) -> dict:
+                  runner: dict | None = None, wait_for_lease: float | None = None) -> dict:
     """Refresh the index at ``index`` with the seeds and settings it was built with (or new ``seeds``).
 
     Pages are re-fetched with conditional requests; an unchanged page costs no parse and no
     embedding, a changed one is re-parsed (unchanged nodes keep their ids and vectors), pages
     answering 404/410 or dropped from the seeds are removed with their nodes and edges, and a
     transient failure keeps the page as it was. ``runner`` overrides the remembered runner
-    settings (e.g. ``{"kind": "dask", "address": "tcp://scheduler:8786"}``).
+    settings (e.g. ``{"kind": "dask", "address": "tcp://scheduler:8786"}``). ``wait_for_lease``:
+    seconds to wait for another writer of the index (a scheduled run waits; by hand the default is
+    to fail at once naming it).
     """
     meta = IndexStore(index).metadata() or {}
     if "seeds" not in meta:
@@ -259,17 +277,24 @@ def refresh_index(index: str, seeds: str | None = None, model: str | None = None
     seed_list = read_seeds(seeds) if seeds else [Seed(s["url"], s.get("annotations") or {}, s.get("sitemap"))
                                                  for s in meta["seeds"]]
     with progress.reporting():
-        return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed)
-
-
+        return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed,
+                          wait_for_lease=wait_for_lease)
 
 
 def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str = "build",
-               reembed: bool = False) -> dict:
-    """The body of ``build_index`` and ``refresh_index`` (called inside a flow run)."""
+               reembed: bool = False, wait_for_lease: float | None = None) -> dict:
+    """The body of ``build_index`` and ``refresh_index`` (called inside a flow run), under the
+    index's writer lease (``laminae.tasks.storage.lease``): taken before anything is read that will
+    be written, given back at the end whatever happens."""
     if not is_remote(index):
         index = str(Path(index).resolve())  # workers of a remote cluster have other working directories
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    with writer_lease(index, run_id, f"laminae {flow_name}", wait_for_lease) as lease:
+        return _update(seed_list, index, cfg, flow_name, reembed, run_id, lease)
+
+
+def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str, reembed: bool, run_id: str,
+            lease: WriterLease) -> dict:
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     seconds: Counter[str] = Counter()
@@ -350,6 +375,9 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
     changed = not refresh or totals["indexed"] or changes["removed"] or links["changed"]
     if changed:
         tick = time.perf_counter()
+        compact_tables(index)
+        seconds["compact"] += time.perf_counter() - tick
+        tick = time.perf_counter()
         build_search_indexes(index)
         seconds["text_index"] += time.perf_counter() - tick
 
@@ -377,17 +405,42 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         "seconds_by_stage": {k: round(v, 3) for k, v in seconds.items()},
         "embedder": embedder,
     }
+    # decided once, under the lease: the runs row and the manifest name the same version
     version = store.latest_manifest_version() + 1 if status != "failure" else None
     store.append("runs", [{
         "id": run_id, "flow": flow_name, "status": status, "started_at": started_at,
         "finished_at": datetime.now(UTC), "config_hash": cfg.config_hash(),
         "manifest_version": version, "summary": json.dumps(summary, default=str),
     }])
-    if status != "failure":
-        summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": cfg.config_hash()})
+    if version is not None:
+        lease.check()
+        summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": cfg.config_hash()},
+                                                    version)
+        # the version is live from here on: what fails below is recorded, the run stands
         tick = time.perf_counter()
-        write_reader_snapshot(index, summary["manifest_version"], None if changed else summary["manifest_version"] - 1)
-        log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
+        try:
+            write_reader_snapshot(index, version, None if changed else version - 1)
+            log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
+        except (OSError, ValueError, MemoryError) as exc:  # the disk, damaged data: not our bugs, which raise
+            log.exception("manifest %d is published, but its reader snapshot could not be written", version)
+            summary["snapshot_error"] = f"{type(exc).__name__}: {exc}"
+            store.append("errors", [after_publish_error(run_id, index, "snapshot", exc,
+                                                        "readers load the view from the tables (slower); "
+                                                        f"`laminae compact --index {index}` writes it again")])
+        tick = time.perf_counter()
+        try:
+            summary["versions_deleted"] = sum(clean_up_versions(index, cfg.keep_manifests).values())
+        except (OSError, ValueError, RuntimeError, IndexConfigError) as exc:  # LanceDB's I/O errors are RuntimeErrors
+            log.exception("manifest %d is published, but older table versions could not be cleaned up", version)
+            summary["cleanup_error"] = f"{type(exc).__name__}: {exc}"
+            store.append("errors", [after_publish_error(run_id, index, "cleanup", exc,
+                                                        f"`laminae compact --index {index}` tries again")])
+        seconds["cleanup"] = time.perf_counter() - tick
     publish_run_report(index, summary, flow_name)
     log.info("run %s %s: %s", run_id, status, json.dumps(summary, default=str))
     return summary
+
+
+def after_publish_error(run_id: str, index: str, stage: str, exc: Exception, what_now: str) -> dict:
+    """An ``errors`` row (a warning) for a step after the manifest went live (snapshot, cleanup)."""
+    return error_row(run_id, index, stage, type(exc).__name__, f"{exc}; {what_now}", severity="warning")

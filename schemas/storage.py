@@ -10,6 +10,7 @@ S3-compatible server (MinIO, Ceph, ...); an ``http://`` endpoint is allowed as s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -130,3 +131,21 @@ class IndexFiles:
 
     def write_text(self, rel: str, text: str) -> None:
         self.write_bytes(rel, text.encode("utf-8"))
+
+    def list(self, rel: str) -> list[str]:
+        """Names of the files in folder ``rel`` (none if it does not exist)."""
+        if self.local is not None:
+            folder = self.local / rel
+            return sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+        from pyarrow import fs
+
+        selector = fs.FileSelector(f"{self._base}/{rel}", allow_not_found=True)
+        return sorted(i.base_name for i in self._fs.get_file_info(selector) if i.type == fs.FileType.File)
+
+    def delete(self, rel: str) -> None:
+        """Remove a file; one that is already gone is fine."""
+        if self.local is not None:
+            (self.local / rel).unlink(missing_ok=True)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.delete_file(f"{self._base}/{rel}")

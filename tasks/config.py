@@ -247,6 +247,11 @@ class BuildSettings(BaseSettings):
     batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task).")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    keep_manifests: int = Field(
+        2, ge=1, le=1000, description="Table versions named by this many newest manifests are kept after a "
+        "build or refresh (older ones and their files are deleted); a reader opened on an older manifest "
+        "must move to a newer one (laminae.open again; the MCP tool use_latest).",
+    )
 
     def config_hash(self) -> str:
         """Hash of the settings that change what is indexed (not how fast)."""

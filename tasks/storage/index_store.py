@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import lancedb
@@ -19,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree
 
+from laminae.pins import pinned_versions
 from laminae.schemas.ids import digest
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import MANIFEST_DIR, SNAPSHOT_DIR, IndexFiles, snapshot_dir, storage_options
@@ -33,6 +35,8 @@ class IndexConfigError(RuntimeError):
 
 
 CRASH_ENV = "LAMINAE_CRASH_AT"
+KEEP_EVERYTHING = timedelta(days=36500)  # optimize() without pruning: its default prunes after 7 days
+CLEANUP_MARGIN_S = 0.5
 
 
 def crash_point(name: str) -> None:
@@ -278,14 +282,118 @@ class IndexStore:
         for old in snapshots[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
 
-    # -- manifests -----------------------------------------------------------------------------
-    def latest_manifest_version(self) -> int:
-        latest = self.files.read_text(f"{MANIFEST_DIR}/LATEST")
-        return int(latest.strip()) if latest is not None else 0
+    # -- disk ----------------------------------------------------------------------------------
+    def compact_tables(self) -> None:
+        """Merge the small fragments that each batch's write leaves, and rewrite fragments whose
+        rows are mostly deleted (LanceDB ``optimize``), pruning nothing: run before publishing, so
+        that the manifest names the compacted versions and the versions it replaces can go."""
+        for name in TABLES:
+            self.table(name).optimize(cleanup_older_than=KEEP_EVERYTHING)
 
-    def publish(self, run_id: str, extra: dict) -> int:
-        """Write the next manifest (every table's current version) and point ``LATEST`` at it."""
-        version = self.latest_manifest_version() + 1
+    def clean_up(self, keep: int) -> dict[str, int]:
+        """Delete every table version older than those the newest ``keep`` manifests name, with the
+        data files only they use, and the snapshots of older versions; returns the number of
+        versions deleted, by table.
+
+        Only the index's writer may call this (under its lease): files of an unfinished write look
+        like garbage to a cleanup, and only the lease says there is none. A reader opened on one of
+        the newest ``keep`` manifests, or on one a live reader pin names (``laminae.pins``: the MCP
+        server pins the manifest it serves), keeps every table version it reads; an older reader's
+        table versions are gone (the snapshot it memory-mapped stays readable until it closes)."""
+        if keep < 1:
+            raise IndexConfigError(f"keep_manifests must be at least 1, got {keep}")
+        published = self.manifest_versions()
+        kept = sorted(set(published[-keep:]) | (pinned_versions(self.files) & set(published)))
+        oldest: dict[str, int] = {}
+        for number in kept:
+            text = self.files.read_text(f"{MANIFEST_DIR}/{number:08d}.json")
+            try:
+                tables = json.loads(text or "")["tables"]
+            except (ValueError, KeyError, TypeError):
+                raise IndexConfigError(f"{self.root}/{MANIFEST_DIR}/{number:08d}.json is damaged, so the "
+                                       "table versions it needs are unknown: nothing was cleaned up. Move "
+                                       "the file aside if that version is not needed") from None
+            for name, table_version in tables.items():
+                oldest[name] = min(oldest.get(name, table_version), table_version)
+        freed: dict[str, int] = {}
+        for name in TABLES:
+            if name not in oldest:
+                continue
+            tbl = self.table(name)
+            stamps = {v["version"]: v["timestamp"] for v in tbl.list_versions()}
+            if oldest[name] not in stamps or min(stamps) >= oldest[name]:
+                continue
+            # LanceDB prunes by age: versions older than its "now", when it gets to pruning, minus
+            # cleanup_older_than. A first optimize does whatever compaction and index merging is
+            # left, so that the second reaches pruning at once; the margin covers that moment and
+            # keeps, never drops, a version made within it before the oldest one kept.
+            tbl.optimize(cleanup_older_than=KEEP_EVERYTHING)
+            stamp = stamps[oldest[name]]
+            age = time.time() - stamp.timestamp()  # naive stamps are local time, as .timestamp() reads them
+            tbl.optimize(cleanup_older_than=timedelta(seconds=age + CLEANUP_MARGIN_S), delete_unverified=True)
+            freed[name] = len(stamps) - len(tbl.list_versions())
+        if self.files.local is not None and kept:
+            for old in sorted(p for p in (self.files.local / SNAPSHOT_DIR).glob("[0-9]*") if p.name.isdigit()):
+                if int(old.name) < kept[0]:
+                    import shutil
+
+                    shutil.rmtree(old, ignore_errors=True)
+        return freed
+
+    def compact(self, keep: int, run_id: str) -> dict:
+        """``laminae compact``: compact the tables; if that changed any, publish their versions as a
+        new manifest with the same contents (its snapshot hard-linked from the last one); write the
+        latest manifest's snapshot again if it is missing or damaged; clean up versions before the
+        newest ``keep`` manifests. The caller holds the writer lease."""
+        from laminae.graph import snapshot_problem
+
+        latest = self.latest_manifest_version()
+        if latest == 0:
+            raise IndexConfigError(f"{self.root} holds no published index: build one with `laminae build`")
+        text = self.files.read_text(f"{MANIFEST_DIR}/{latest:08d}.json")
+        try:
+            previous = json.loads(text or "")
+            before = previous["tables"]
+        except (ValueError, KeyError, TypeError):
+            raise IndexConfigError(f"{self.root}/{MANIFEST_DIR}/{latest:08d}.json (the latest manifest) is "
+                                   "damaged: run `laminae refresh` to publish a new one") from None
+        self.compact_tables()
+        version = latest
+        if any(self.table(name).version != v for name, v in before.items() if name in TABLES):
+            extra = {k: v for k, v in previous.items() if k not in ("version", "run_id", "created_at", "tables")}
+            version = self.publish(run_id, {**extra, "compacted_from": latest}, latest + 1)
+        result = {"manifest_version": version, "published": version != latest, "snapshot": "kept"}
+        if self.files.local is not None:
+            problem = snapshot_problem(snapshot_dir(str(self.root), version))
+            if version != latest and snapshot_problem(snapshot_dir(str(self.root), latest)) is None:
+                self.write_snapshot(version, same_as=latest)
+                result["snapshot"] = "linked"
+            elif problem is not None:
+                self.write_snapshot(version)
+                result["snapshot"] = f"written again ({problem})"
+        result["versions_deleted"] = sum(self.clean_up(keep).values())
+        return result
+
+    # -- manifests -----------------------------------------------------------------------------
+    def manifest_versions(self) -> list[int]:
+        """Every manifest version published in ``_manifests/``, ascending."""
+        names = self.files.list(MANIFEST_DIR)
+        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+
+    def latest_manifest_version(self) -> int:
+        """The newest published version: ``LATEST``, or the newest manifest file where ``LATEST`` is
+        behind it or damaged (a run killed between the two writes, a file garbled on disk)."""
+        latest = self.files.read_text(f"{MANIFEST_DIR}/LATEST")
+        number = int(latest.strip()) if latest is not None and latest.strip().isdigit() else 0
+        versions = self.manifest_versions()
+        return max(number, versions[-1] if versions else 0)
+
+    def publish(self, run_id: str, extra: dict, version: int | None = None) -> int:
+        """Write manifest ``version`` (default: the next; a writer decides it once, under its lease)
+        naming every table's current version, and point ``LATEST`` at it. The manifest file is
+        created only if absent (a link on a local disk, ``If-None-Match`` on S3): two runs can never
+        publish the same version."""
+        version = self.latest_manifest_version() + 1 if version is None else version
         meta = self.metadata() or {}
         manifest = {
             "version": version,
@@ -298,6 +406,42 @@ class IndexStore:
             **extra,
         }
         crash_point("publish")
-        self.files.write_text(f"{MANIFEST_DIR}/{version:08d}.json", json.dumps(manifest, indent=2, default=str))
+        self._create(f"{MANIFEST_DIR}/{version:08d}.json", json.dumps(manifest, indent=2, default=str).encode())
         self.files.write_text(f"{MANIFEST_DIR}/LATEST", str(version))
         return version
+
+    def _create(self, rel: str, data: bytes) -> None:
+        """Write a new file whole; ``IndexConfigError`` if it exists already."""
+        taken = IndexConfigError(f"{self.root}/{rel} exists already: another writer published this version "
+                                 "(writers take the index's writer lease; was this one run without it?)")
+        if self.files.local is not None:
+            target = self.files.local / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.link(tmp, target)  # fails if the target exists, unlike a rename
+            except FileExistsError:
+                raise taken from None
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+            return
+        if self.root.startswith("s3://"):
+            import boto3
+            from botocore.exceptions import ClientError
+
+            bucket, _, prefix = self.root.removeprefix("s3://").partition("/")
+            options = storage_options(self.root) or {}
+            client = boto3.client("s3", endpoint_url=options.get("endpoint"), region_name=options.get("region"))
+            try:
+                client.put_object(Bucket=bucket, Key=f"{prefix.rstrip('/')}/{rel}".lstrip("/"), Body=data,
+                                  IfNoneMatch="*")
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "PreconditionFailed":
+                    raise taken from None
+                raise
+            return
+        if self.files.exists(rel):  # gs://, abfs://: no conditional write here
+            raise taken
+        self.files.write_bytes(rel, data)

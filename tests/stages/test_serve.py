@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from laminae.flows.serve import DEFAULT_CRON, ScheduleError, refresh_deployment
+from laminae.flows.serve import DEFAULT_CRON, SCHEDULED_WAIT_S, ScheduleError, refresh_deployment
 from laminae.tasks.storage.index_store import IndexStore
 from tests.conftest import ROOT
 
@@ -15,7 +15,8 @@ def test_refresh_deployment_has_the_schedule_and_the_index(tmp_path):
         refresh_deployment(str(tmp_path))
     IndexStore(tmp_path).remember(seeds=[{"url": "http://x.test/", "annotations": {}}], settings={})
     deployment = refresh_deployment(str(tmp_path), "15 2 * * 1")
-    assert deployment.parameters == {"index": str(tmp_path.resolve())}
+    assert deployment.parameters == {"index": str(tmp_path.resolve()), "wait_for_lease": SCHEDULED_WAIT_S}
+    assert deployment.concurrency_limit == 1  # one refresh at a time
     assert [s.schedule.cron for s in deployment.schedules] == ["15 2 * * 1"]
     assert deployment.name == f"refresh-{tmp_path.name}"
     with pytest.raises(ScheduleError, match="five fields"):
@@ -28,6 +29,9 @@ def test_prefect_yaml_points_at_real_flows_with_the_same_schedule():
     spec = yaml.safe_load((ROOT / "infra" / "prefect.yaml").read_text())
     by_name = {d["name"]: d for d in spec["deployments"]}
     assert by_name["refresh-nightly"]["schedules"][0]["cron"] == DEFAULT_CRON
+    for deployment in spec["deployments"]:  # scheduled refreshes: one at a time, waiting for a writer
+        if deployment["entrypoint"].endswith(":refresh_index"):
+            assert deployment["concurrency_limit"] == 1 and deployment["parameters"]["wait_for_lease"] > 0
     for deployment in spec["deployments"]:
         path, _, attribute = deployment["entrypoint"].partition(":")
         module = importlib.import_module("laminae." + path.removesuffix(".py").replace("/", "."))
