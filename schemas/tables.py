@@ -18,9 +18,11 @@ LAYERS = {"documents": 0, "components": 1, "subcomponents": 2}
 DOCUMENT_KINDS = ("html", "pdf", "video")
 # video: a video on a page (or a video document's own); its keyframes are image components with
 # time_s, its captions transcript components with time_start/time_end (their sentences keep theirs)
-COMPONENT_KINDS = ("paragraph", "table", "image", "video", "transcript")
-# header: a table's column labels, one per table; text: a line read in a picture (OCR)
-SUBCOMPONENT_KINDS = ("sentence", "row", "object", "header", "text")
+# code: a code block (a <pre>), its lines kept
+COMPONENT_KINDS = ("paragraph", "table", "image", "video", "transcript", "code")
+# header: a table's column labels, one per table; text: a line read in a picture (OCR); lines: a run
+# of a code block's lines (blank lines first, about 600 characters)
+SUBCOMPONENT_KINDS = ("sentence", "row", "object", "header", "text", "lines")
 EDGE_KINDS = ("contains", "links_to")
 
 

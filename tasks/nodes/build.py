@@ -1,4 +1,4 @@
-"""Nodes and edges of one document: ids, sentences, table rows, ``contains`` and ``links_to`` rows.
+"""Nodes and edges of one document: ids, sentences, code lines, table rows, ``contains`` and ``links_to`` rows.
 
 Reads a ``ParsedPage`` and its fetch record; returns plain row dicts for the ``documents``,
 ``components``, ``subcomponents`` and ``edges`` tables (vectors are added by the embed stage).
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from laminae.schemas.ids import content_hash, document_id, edge_id, node_id, normalize_url
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.nodes.search_text import serialize_document
-from laminae.tasks.nodes.sentences import split_sentences
+from laminae.tasks.nodes.sentences import split_code, split_sentences
 from laminae.tasks.nodes.table_rows import explode_table, table_heading
 from laminae.tasks.parse.document import Component, Link, ParsedPage
 
@@ -141,6 +141,16 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
                 sid = sub_id("sentence", text)
                 out.subcomponents.append(subcomponent_row(sid, doc_id, cid, "sentence", i, text,
                                                   char_start=start, char_end=end))
+                edges.add("contains", cid, 1, sid)
+                for link in comp.links:
+                    if link.start < end and link.end > start:
+                        edges.link(sid, 2, link)
+        elif comp.kind == "code":
+            for i, (start, end) in enumerate(split_code(comp.text)):
+                text = comp.text[start:end]
+                sid = sub_id("lines", text)
+                out.subcomponents.append(subcomponent_row(sid, doc_id, cid, "lines", i, text,
+                                                          char_start=start, char_end=end))
                 edges.add("contains", cid, 1, sid)
                 for link in comp.links:
                     if link.start < end and link.end > start:

@@ -1,4 +1,4 @@
-"""Split: paragraph text → sentences with character spans (pysbd).
+"""Split: paragraph text → sentences with character spans (pysbd); a code block → runs of lines.
 
 Reads a component's text (and its list-item segments); writes nothing. Each sentence is a
 substring ``text[start:end]`` with surrounding white space trimmed. The sentences are pysbd's
@@ -70,3 +70,44 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+CODE_PIECE_CHARS = 600  # a code block's lines are searched in runs of about this size
+
+
+def split_code(text: str, size: int = CODE_PIECE_CHARS) -> list[tuple[int, int]]:
+    """Spans ``[start, end)`` of runs of whole lines of a code block: cut at blank lines first,
+    runs merged up to ``size`` characters, a longer run cut between lines (a line longer than
+    ``size`` is a run of its own). Code is never split into sentences."""
+    runs: list[tuple[int, int]] = []  # blank-line separated blocks
+    start = None
+    pos = 0
+    for line in text.split("\n"):
+        end = pos + len(line)
+        if line.strip():
+            if start is None:
+                start = pos
+            last = end
+        elif start is not None:
+            runs.append((start, last))
+            start = None
+        pos = end + 1
+    if start is not None:
+        runs.append((start, last))
+    pieces: list[tuple[int, int]] = []
+    for run_start, run_end in runs:
+        if pieces and run_end - pieces[-1][0] <= size:
+            pieces[-1] = (pieces[-1][0], run_end)
+            continue
+        if run_end - run_start <= size:
+            pieces.append((run_start, run_end))
+            continue
+        at = run_start
+        while at < run_end:  # a long run: whole lines up to size
+            cut = text.rfind("\n", at, at + size + 1) if at + size < run_end else run_end
+            if cut <= at:
+                cut = text.find("\n", at + 1, run_end)
+                cut = run_end if cut < 0 else cut
+            pieces.append(_trim(text, at, cut))
+            at = cut + 1
+    return [(s, e) for s, e in pieces if e > s]

@@ -20,7 +20,7 @@ class Link:
 
 @dataclass
 class Component:
-    kind: str  # paragraph | table | image | video
+    kind: str  # paragraph | code | table | image | video
     text: str
     section_path: list[str]
     links: list[Link] = field(default_factory=list)

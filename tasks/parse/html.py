@@ -1,14 +1,26 @@
-"""Parse: HTML bytes → a ``ParsedPage`` of paragraphs, lists, tables and images with their links.
+"""Parse: HTML bytes → a ``ParsedPage`` of paragraphs, code blocks, lists, tables and images with their links.
 
 Reads raw page bytes (any encoding) and the URL they came from; writes nothing. Keeps the section
 path (heading hierarchy) of every component; expands table colspan/rowspan, detects header rows
 and infobox key/value tables, handles nested tables once; resolves image ``src`` and finds
 captions; ``<video>`` elements become video components with their source and caption track.
-Leaves out navigation, footers, scripts, styles, edit links and reference lists.
+
+Written for the shapes documentation generators give pages as much as for Wikipedia's: a
+``<pre>`` is a ``code`` component with its lines kept (line-number gutters and copy buttons left
+out); a definition list is a list of term + description items (an API signature with its
+description), each item its own component once the list is longer than a short one, the term
+then the section of what its description holds; lists are cut into components of about
+``LIST_CHUNK_CHARS``; a note or warning keeps its label ("Warning: ..."), and headings inside it
+do not leak into the section path after it; no paragraph is longer than ``MAX_COMPONENT_CHARS``
+(longer text is cut at sentence ends). Leaves out navigation chrome (``nav``, ARIA navigation,
+search and banner landmarks, sidebars, breadcrumbs, tables of contents, previous/next bars, by
+the class and id words generators use for them), footers, scripts, styles, permalink signs
+("¶"), edit links and MediaWiki's citation markers and reference lists.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from urllib.parse import urljoin, urlsplit
 
@@ -26,22 +38,61 @@ class ParseError(ValueError):
 
 
 SKIP_TAGS = frozenset({
-    "script", "style", "noscript", "template", "nav", "footer", "aside", "form", "button", "select",
+    "script", "style", "noscript", "template", "nav", "footer", "form", "button", "select",
     "input", "textarea", "svg", "iframe", "object", "embed", "canvas", "audio", "map",
-    "link", "meta", "head", "title", "sup_reference",
+    "link", "meta", "head", "title",
 })
 SKIP_CLASSES = frozenset({
-    "navbox", "vertical-navbox", "navbox-styles", "mw-editsection", "reference", "reflist", "references",
-    "mw-references-wrap", "refbegin", "toc", "mw-jump-link", "catlinks", "printfooter", "noprint",
-    "mw-indicators", "sistersitebox", "ambox", "mbox-small", "navigation-not-searchable", "site-footer",
-    "footer", "breadcrumb", "breadcrumbs", "skip-link", "cookie-banner", "sidebar", "edit-link",
-    "editlink", "mw-cite-backlink", "visually-hidden", "sr-only",
+    # MediaWiki's furniture (none of these names is a content class elsewhere)
+    "navbox", "vertical-navbox", "navbox-styles", "mw-editsection", "reflist", "references",
+    "mw-references-wrap", "refbegin", "mw-jump-link", "catlinks", "printfooter", "noprint",
+    "mw-indicators", "sistersitebox", "ambox", "mbox-small", "navigation-not-searchable", "mw-cite-backlink",
+    # generic chrome
+    "site-footer", "footer", "skip-link", "skip-to-content", "cookie-banner", "edit-link", "editlink",
+    "visually-hidden", "sr-only", "table-of-contents",
+    # Sphinx's "[source]" links (viewcode) and rustdoc's "Expand description" toggles
+    "viewcode-link", "viewcode-back", "hideme",
 })
+# MediaWiki's citation marker is ``sup.reference``; Sphinx puts ``reference`` on every link and
+# DocBook on a whole part of a book, so the class alone is no reason to leave anything out
+SKIP_TAG_CLASSES = frozenset({("sup", "reference")})
+# words of class names (split at - and _) that generators give navigation chrome: Bootstrap's and
+# Django's ``nav``, DocBook's ``navheader``, MkDocs' ``md-sidebar``, Docusaurus' ``theme-doc-toc-*``
+# and ``tableOfContents_*``, Hugo's ``td-toc``, Asciidoctor's ``toc2``, ``pagination-nav``...
+CHROME_WORDS = frozenset({
+    "nav", "navbar", "navigation", "navheader", "navfooter", "navlinks", "breadcrumb", "breadcrumbs",
+    "sidebar", "sidenav", "menu", "toc", "toc2", "tocify", "tableofcontents", "pagination", "pager",
+    "searchbox",
+})
+_WORD_SPLIT = re.compile(r"[-_]+")
+# ids are compared whole (a section's id is often its title's slug, so never by word), and only
+# on elements that are not sections
 SKIP_IDS = frozenset({
     "toc", "footer", "catlinks", "mw-navigation", "mw-panel", "mw-head", "sitesub", "contentsub",
-    "jump-to-nav", "mw-page-base", "mw-head-base", "siteNotice".lower(), "references",
+    "jump-to-nav", "mw-page-base", "mw-head-base", "siteNotice".lower(), "references", "sidebar",
+    "global-nav", "searchbox", "breadcrumbs", "tableofcontents",
 })
 SKIP_ROLES = frozenset({"navigation", "contentinfo", "search", "complementary", "banner"})
+# an <aside> (skipped as complementary) that holds content: notes, footnotes, docutils' sidebars
+ADMONITION_WORDS = frozenset({
+    "admonition", "admonitionblock", "note", "tip", "warning", "caution", "danger", "important", "hint",
+    "attention", "seealso", "callout", "alert",
+})
+CONTENT_ASIDE_WORDS = ADMONITION_WORDS | {"footnote", "footnotes", "topic", "sidebar"}
+CONTENT_ASIDE_ROLES = frozenset({"note", "doc-footnote", "doc-endnotes", "doc-tip", "doc-notice"})
+ADMONITION_TAGS = frozenset({"div", "aside", "section", "details", "blockquote"})
+# permalink anchors next to headings and signatures: Sphinx and MkDocs "¶", Docusaurus "#",
+# rustdoc "§"
+PERMALINK_CLASSES = frozenset({
+    "headerlink", "hash-link", "anchorjs-link", "doc-anchor", "header-anchor", "heading-anchor",
+    "anchor-link", "permalink",
+})
+PERMALINK_SIGNS = frozenset({"", "¶", "#", "§", "🔗", "\u2693"})
+# line-number gutters of highlighted code (Pygments, Chroma, Prism)
+LINE_NUMBER_CLASSES = frozenset({
+    "linenos", "lineno", "linenodiv", "lnt", "ln", "gutter", "line-numbers-rows", "line-number", "linenumber",
+})
+CODE_TABLE_CLASSES = frozenset({"highlighttable", "lntable"})
 CONTENT_ROOTS = (
     "//*[@id='mw-content-text']", "//main", "//*[@role='main']", "//article", "//*[@id='content']",
 )
@@ -50,12 +101,22 @@ BLOCK_TAGS = frozenset({
     "p", "div", "section", "article", "main", "blockquote", "pre", "ul", "ol", "dl", "li", "dt", "dd",
     "table", "figure", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "header", "details",
     "summary", "center", "address", "fieldset", "body", "html", "caption", "tr", "td", "th", "tbody",
-    "thead", "tfoot",
+    "thead", "tfoot", "aside",
 })
 LIST_TAGS = frozenset({"ul", "ol", "dl"})
+# what makes a list item or a description more than a run of text: it is then read as blocks
+STRUCTURE_TAGS = frozenset({
+    "pre", "table", "dl", "h1", "h2", "h3", "h4", "h5", "h6", "section", "blockquote", "figure", "details",
+})
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
+_SENTENCE_END = re.compile(r"[.!?…][\"')\]»”’]*\s+")
 MAX_SPAN = 200
+MAX_COMPONENT_CHARS = 4000  # a longer paragraph is cut at sentence ends (tables and code are not cut)
+SPLIT_TARGET_CHARS = 2000  # the size such pieces aim at
+LIST_CHUNK_CHARS = 2000  # a list's items are grouped into components up to this size
+SHORT_DL_CHARS = 1000  # a definition list up to this size (plain descriptions only) stays one component
+TERM_LEVEL = 7  # a definition's term is a section below every heading level
 
 
 def decode_html(body: bytes, charset: str | None = None) -> str:
@@ -75,21 +136,90 @@ def _classes(el: etree._Element) -> set[str]:
     return set((el.get("class") or "").lower().split())
 
 
+def _class_words(classes: set[str]) -> set[str]:
+    return {word for name in classes for word in _WORD_SPLIT.split(name) if word}
+
+
+def _tag(el: etree._Element) -> str:
+    return el.tag if isinstance(el.tag, str) else ""
+
+
+def _is_chrome(el: etree._Element, tag: str, classes: set[str]) -> bool:
+    """Navigation chrome by its class words, unless the element is a note or a docutils sidebar
+    (``.. sidebar::``, content with a title of its own)."""
+    words = _class_words(classes)
+    if not words & CHROME_WORDS:
+        return False
+    if "admonition" in words or tag in HEADINGS or tag == "section":
+        return False
+    if "sidebar" in words and not (words & CHROME_WORDS - {"sidebar"}):
+        first = next((c for c in el if isinstance(c.tag, str)), None)
+        if first is not None and _classes(first) & {"sidebar-title", "title", "titlepage"}:
+            return False
+    return True
+
+
+def _is_permalink(el: etree._Element, classes: set[str]) -> bool:
+    if classes & PERMALINK_CLASSES:
+        return True
+    href = el.get("href") or ""
+    return href.startswith("#") and el.text_content().strip() in PERMALINK_SIGNS - {""} and not len(el)
+
+
+def _content_aside(el: etree._Element, classes: set[str]) -> bool:
+    return bool(_class_words(classes) & CONTENT_ASIDE_WORDS) or (el.get("role") or "").lower() in CONTENT_ASIDE_ROLES
+
+
 def _should_skip(el: etree._Element) -> bool:
-    tag = el.tag if isinstance(el.tag, str) else ""
+    tag = _tag(el)
     if tag in SKIP_TAGS:
         return True
-    if _classes(el) & SKIP_CLASSES:
+    classes = _classes(el)
+    if tag == "aside" and not _content_aside(el, classes):
         return True
-    if (el.get("id") or "").lower() in SKIP_IDS:
+    if classes & SKIP_CLASSES or any((tag, c) in SKIP_TAG_CLASSES for c in classes):
+        return True
+    if tag == "a" and _is_permalink(el, classes):
+        return True
+    if classes and _is_chrome(el, tag, classes):
+        return True
+    el_id = (el.get("id") or "").lower()
+    if el_id in SKIP_IDS and tag not in HEADINGS and tag != "section" and not any(
+            c.startswith(("section", "sect", "refsect", "chapter")) for c in classes):
         return True
     role = (el.get("role") or "").lower()
-    if role in SKIP_ROLES and not (role == "banner" and tag != "header"):
+    if role in SKIP_ROLES and not (role == "banner" and tag != "header") and not (
+            role == "complementary" and _content_aside(el, classes)):
         return True
     if tag == "header" and el.find(".//nav") is not None:
         return True
     style = el.get("style")
     return bool(style and _DISPLAY_NONE.search(style)) or el.get("hidden") is not None
+
+
+def _admonition_title(el: etree._Element) -> etree._Element | None | bool:
+    """For a note, warning, tip... (by its class words): its title element (None when it has
+    none); False for anything else."""
+    if _tag(el) not in ADMONITION_TAGS or not (_class_words(_classes(el)) & ADMONITION_WORDS):
+        return False
+    first = next((c for c in el if isinstance(c.tag, str) and not _should_skip(c)), None)
+    if first is None:
+        return None
+    tag = _tag(first)
+    label = (first.get("class") or "").lower()
+    if tag in HEADINGS or tag == "summary" or "title" in label or "heading" in label:
+        return first if len(" ".join(first.text_content().split())) <= 80 else None
+    return None
+
+
+def _has_structure(el: etree._Element) -> bool:
+    """Does a list item or a description hold blocks that are more than a run of text (code, a
+    table, a definition list, headings, several paragraphs, a note)?"""
+    for d in el.iterdescendants():
+        tag = _tag(d)
+        if tag in STRUCTURE_TAGS or (tag == "div" and _admonition_title(d) is not False):
+            return True
+    return sum(1 for c in el if _tag(c) in ("p", "div") and c.text_content().strip()) > 1
 
 
 def _int_attr(el: etree._Element, name: str) -> int | None:
@@ -155,6 +285,9 @@ class HtmlParser:
         self.sections: list[tuple[int, str]] = []
         self.consumed: set[etree._Element] = set()
         self.title = ""
+        # a label waiting for the next paragraph: a note's "Warning", a definition's term
+        self.prefix: tuple[str, list[Link]] | None = None
+        self.dl_depth = 0
 
     # -- helpers -------------------------------------------------------------------------------
     def section_path(self) -> list[str]:
@@ -213,11 +346,41 @@ class HtmlParser:
         if with_tail and el.tail:
             tb.add(el.tail)
 
+    # -- emitting ------------------------------------------------------------------------------
+    def emit(self, comp: Component) -> None:
+        """Add a component; a waiting label starts it when it is a paragraph, else stands before it."""
+        if self.prefix is not None:
+            text, links = self.prefix
+            self.prefix = None
+            if comp.kind == "paragraph":
+                comp = _prefixed(text, links, comp)
+            else:
+                self._append(Component("paragraph", text, self.section_path(), links))
+        self._append(comp)
+
+    def _append(self, comp: Component) -> None:
+        if comp.kind == "paragraph" and len(comp.text) > MAX_COMPONENT_CHARS:
+            self.components.extend(_split_paragraph(comp))
+        else:
+            self.components.append(comp)
+
+    def set_prefix(self, text: str, links: list[Link]) -> None:
+        self.flush_prefix()
+        if text.strip():
+            self.prefix = (text.strip(), links)
+
+    def flush_prefix(self) -> None:
+        """A label nothing followed is a paragraph of its own."""
+        if self.prefix is not None:
+            text, links = self.prefix
+            self.prefix = None
+            self._append(Component("paragraph", text, self.section_path(), links))
+
     # -- blocks --------------------------------------------------------------------------------
     def flush(self, tb: TextBuilder) -> None:
         text, links = tb.finish()
         if len(text.strip()) >= max(self.cfg.min_paragraph_chars, 1):
-            self.components.append(Component("paragraph", text, self.section_path(), links))
+            self.emit(Component("paragraph", text, self.section_path(), links))
 
     def block(self, el: etree._Element) -> None:
         """Walk a block container: runs of inline content become paragraphs."""
@@ -244,16 +407,22 @@ class HtmlParser:
         tag = el.tag
         if tag in HEADINGS:
             self.heading(el)
-        elif tag == "p" or tag == "pre":
+        elif tag == "p":
             tb = TextBuilder()
             self.inline(el, tb, with_tail=False)
             self.flush(tb)
+        elif tag == "pre":
+            self.code(el)
+        elif tag == "dl":
+            self.definitions(el)
         elif tag in LIST_TAGS:
             self.list_(el)
         elif tag == "table":
             self.table(el)
         elif tag == "figure":
             self.figure(el)
+        elif (title := _admonition_title(el)) is not False:
+            self.admonition(el, title)
         else:
             self.block(el)
 
@@ -262,47 +431,197 @@ class HtmlParser:
         text = self.plain_text(el).strip()
         if not text:
             return
+        self.flush_prefix()
         while self.sections and self.sections[-1][0] >= level:
             self.sections.pop()
         self.sections.append((level, text))
 
+    def admonition(self, el: etree._Element, title: etree._Element | None) -> None:
+        """A note, tip or warning: its label starts its first paragraph ("Warning: ..."); a heading
+        inside it (DocBook's "Note" is an ``<h3>``) does not become the section of what follows."""
+        saved = list(self.sections)
+        body = el
+        if "admonitionblock" in _classes(el):  # Asciidoctor: a table of an icon cell and a content cell
+            icon = el.xpath(".//td[contains(concat(' ', @class, ' '), ' icon ')]")
+            content = el.xpath(".//td[contains(concat(' ', @class, ' '), ' content ')]")
+            if icon and content:
+                label = self.plain_text(icon[0]).strip() or " ".join(
+                    (img.get("alt") or img.get("title") or "") for img in icon[0].iter("img")).strip()
+                self.set_prefix(label, [])
+                body = content[0]
+        elif title is not None:
+            tb = TextBuilder()
+            self.inline(title, tb, collect_images=False, with_tail=False)
+            self.consumed.add(title)
+            self.set_prefix(*tb.finish())
+        self.block(body)
+        self.flush_prefix()
+        self.sections = saved
+
+    def code(self, el: etree._Element) -> None:
+        """A ``<pre>``: one ``code`` component, its lines as they are (no gutter, no buttons)."""
+        if el in self.consumed:
+            return
+        self.consumed.add(el)
+        text, links = self.code_text(el)
+        if text:
+            self.emit(Component("code", text, self.section_path(), links))
+
+    def code_text(self, el: etree._Element) -> tuple[str, list[Link]]:
+        parts: list[str] = []
+        links: list[Link] = []
+        size = 0
+
+        def add(text: str | None) -> None:
+            nonlocal size
+            if text:
+                parts.append(text)
+                size += len(text)
+
+        def walk(node: etree._Element, top: bool = False) -> None:
+            tag = _tag(node)
+            if not top and (not tag or _should_skip(node) or _classes(node) & LINE_NUMBER_CLASSES):
+                add(node.tail)
+                return
+            if tag == "br":
+                add("\n")
+            elif tag == "img" or tag == "video":
+                pass
+            else:
+                start = size
+                add(node.text)
+                for child in node:
+                    walk(child)
+                url = self.resolve(node.get("href")) if tag == "a" else None
+                if url:
+                    links.append(Link(url, "", start, size))
+            if not top:
+                add(node.tail)
+
+        walk(el, top=True)
+        return _clean_code("".join(parts), links)
+
     def list_(self, el: etree._Element) -> None:
-        """A list (ul/ol/dl, nested lists flattened) is one paragraph; each item is a segment."""
+        """A list (nested lists flattened): its items, each a segment, in components of up to
+        ``LIST_CHUNK_CHARS``; an item that holds blocks (code, a table, headings, paragraphs) is
+        read as blocks where it stands."""
         items: list[tuple[str, list[Link]]] = []
         tables: list[etree._Element] = []
+        size = 0
 
-        def walk(lst: etree._Element, depth: int) -> None:
+        def emit_items() -> None:
+            nonlocal size
+            if items:
+                self.emit_items(items)
+                items.clear()
+                size = 0
+
+        def walk(lst: etree._Element) -> None:
+            nonlocal size
             for item in lst:
                 tag = item.tag if isinstance(item.tag, str) else ""
-                if tag not in ("li", "dt", "dd") or _should_skip(item):
+                if tag in ("ul", "ol") and not _should_skip(item):  # a list straight in a list
+                    walk(item)
+                    continue
+                if tag != "li" or _should_skip(item) or item in self.consumed:
+                    continue
+                if _has_structure(item):
+                    emit_items()
+                    self.block(item)
                     continue
                 tb = TextBuilder()
                 tb.add(item.text)
                 sublists = []
                 for child in item:
                     ctag = child.tag if isinstance(child.tag, str) else ""
-                    if ctag in LIST_TAGS and not _should_skip(child):
+                    if ctag in ("ul", "ol") and not _should_skip(child):
                         sublists.append(child)
                         tb.add(child.tail)
                     else:
                         self.inline(child, tb, nested_tables=tables)
                 text, links = tb.finish()
                 if text.strip():
+                    if items and size + len(text) > LIST_CHUNK_CHARS:
+                        emit_items()
                     items.append((text, links))
+                    size += len(text) + 1
                 for sub in sublists:
-                    walk(sub, depth + 1)
+                    walk(sub)
 
-        walk(el, 0)
-        if items:
-            parts, links, segments, pos = [], [], [], 0
-            for text, item_links in items:
-                segments.append((pos, pos + len(text)))
-                links.extend(Link(lk.url, lk.anchor, lk.start + pos, lk.end + pos) for lk in item_links)
-                parts.append(text)
-                pos += len(text) + 1
-            self.components.append(
-                Component("paragraph", "\n".join(parts), self.section_path(), links, segments=segments)
-            )
+        walk(el)
+        emit_items()
+        for table in tables:
+            self.table(table)
+
+    def emit_items(self, items: list[tuple[str, list[Link]]]) -> None:
+        """One paragraph of items, each a segment (sentences are split item by item)."""
+        parts, links, segments, pos = [], [], [], 0
+        for text, item_links in items:
+            segments.append((pos, pos + len(text)))
+            links.extend(Link(lk.url, lk.anchor, lk.start + pos, lk.end + pos) for lk in item_links)
+            parts.append(text)
+            pos += len(text) + 1
+        self.emit(Component("paragraph", "\n".join(parts), self.section_path(), links, segments=segments))
+
+    def definitions(self, el: etree._Element) -> None:
+        """A definition list: items of term(s) + description(s). A short list of plain descriptions
+        is one component (an item a segment); otherwise each item is a component of its own, and
+        an item whose description holds blocks (an API entry: paragraphs, code, parameters) puts
+        its term in the section path of those blocks and before the first of them."""
+        groups = _definition_groups(el)
+        if not groups:
+            return
+        structured = [any(_has_structure(dd) for dd in dds) for _, dds in groups]
+        tables: list[etree._Element] = []
+        if not any(structured) and len(el.text_content()) <= SHORT_DL_CHARS:
+            items = [item for dts, dds in groups if (item := self.definition_text(dts, dds, tables))[0].strip()]
+            if items:
+                self.emit_items(items)
+        else:
+            self.dl_depth += 1
+            for (dts, dds), rich in zip(groups, structured, strict=True):
+                if rich:
+                    self.definition_blocks(dts, dds)
+                else:
+                    text, links = self.definition_text(dts, dds, tables)
+                    if text.strip():
+                        self.emit(Component("paragraph", text, self.section_path(), links))
+            self.dl_depth -= 1
+        for table in tables:
+            self.table(table)
+
+    def term_text(self, dts: list[etree._Element], tb: TextBuilder, tables: list[etree._Element]) -> None:
+        for i, dt in enumerate(dts):
+            if i and tb.length:
+                tb.add(", ")
+            self.inline(dt, tb, with_tail=False, nested_tables=tables)
+
+    def definition_text(self, dts: list[etree._Element], dds: list[etree._Element],
+                        tables: list[etree._Element]) -> tuple[str, list[Link]]:
+        """"term: description" (terms joined by commas; no colon after a term that ends in one)."""
+        tb = TextBuilder()
+        self.term_text(dts, tb, tables)
+        term, term_links = tb.finish()
+        tb = TextBuilder()
+        for dd in dds:
+            tb.space()
+            self.inline(dd, tb, with_tail=False, nested_tables=tables)
+        return _labelled(term, term_links, *tb.finish())
+
+    def definition_blocks(self, dts: list[etree._Element], dds: list[etree._Element]) -> None:
+        tb = TextBuilder()
+        tables: list[etree._Element] = []
+        self.term_text(dts, tb, tables)
+        term, links = tb.finish()
+        saved = list(self.sections)
+        if term.strip():
+            self.flush_prefix()
+            self.sections.append((TERM_LEVEL + self.dl_depth, term.strip()))
+            self.set_prefix(term, links)
+        for dd in dds:
+            self.block(dd)
+        self.flush_prefix()
+        self.sections = saved
         for table in tables:
             self.table(table)
 
@@ -406,6 +725,12 @@ class HtmlParser:
         if el in self.consumed:
             return
         self.consumed.add(el)
+        if _classes(el) & CODE_TABLE_CLASSES:  # a code block beside its line numbers
+            pres = [p for p in el.iter("pre") if not any(
+                _classes(a) & LINE_NUMBER_CLASSES for a in p.iterancestors() if a is not el)]
+            if pres:
+                self.code(pres[-1])
+                return
         rows = el.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
         if (el.get("role") or "").lower() == "presentation" or not rows:
             self.block(el)
@@ -555,11 +880,130 @@ class HtmlParser:
                 break
         if content is None:
             content = root.find("body") if root.find("body") is not None else root
+        header = content.getprevious()
+        while header is not None and not isinstance(header.tag, str):
+            header = header.getprevious()
+        if content.get("id") == "content" and header is not None and header.get("id") == "header":
+            self.block(header)  # Asciidoctor: the title and a manual page's NAME line sit before #content
         self.block(content)
+        self.flush_prefix()
         for comp in self.components:
             if comp.kind in ("image", "video"):
                 comp.text = image_text_proxy(comp, self.title)
         return ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components)
+
+
+def _definition_groups(dl: etree._Element) -> list[tuple[list[etree._Element], list[etree._Element]]]:
+    """(terms, descriptions) of a ``<dl>``, in order; ``<div>`` wrappers around pairs are looked into."""
+    groups: list[tuple[list[etree._Element], list[etree._Element]]] = []
+
+    def walk(parent: etree._Element) -> None:
+        for child in parent:
+            tag = _tag(child)
+            if not tag or _should_skip(child):
+                continue
+            if tag == "div":
+                walk(child)
+            elif tag == "dt":
+                if not groups or groups[-1][1]:
+                    groups.append(([], []))
+                groups[-1][0].append(child)
+            elif tag == "dd":
+                if not groups:
+                    groups.append(([], []))
+                groups[-1][1].append(child)
+
+    walk(dl)
+    return groups
+
+
+def _labelled(label: str, label_links: list[Link], text: str, links: list[Link]) -> tuple[str, list[Link]]:
+    """``label: text`` (no colon after a label ending in punctuation), links moved along."""
+    label, text = label.strip(), text.strip()
+    if not label or not text:
+        return (label or text), (label_links if label else links)
+    sep = " " if label[-1] in ":.?!;,—–-" else ": "
+    shift = len(label) + len(sep)
+    moved = [Link(lk.url, lk.anchor, lk.start + shift if lk.start >= 0 else -1,
+                  lk.end + shift if lk.end >= 0 else -1, lk.row) for lk in links]
+    return label + sep + text, [*label_links, *moved]
+
+
+def _prefixed(label: str, label_links: list[Link], comp: Component) -> Component:
+    """A paragraph with a label before its text (its first segment grows to hold the label)."""
+    text, links = _labelled(label, label_links, comp.text, comp.links)
+    shift = len(text) - len(comp.text)
+    segments = None
+    if comp.segments:
+        segments = [(s + shift, e + shift) for s, e in comp.segments]
+        segments[0] = (0, segments[0][1])
+    return Component("paragraph", text, comp.section_path, links, segments=segments)
+
+
+def _split_paragraph(comp: Component) -> list[Component]:
+    """A paragraph over ``MAX_COMPONENT_CHARS`` as pieces of about ``SPLIT_TARGET_CHARS``, cut after
+    a sentence's end where one is near (else at a space); links and item segments go with their piece."""
+    text = comp.text
+    cuts = [0]
+    while len(text) - cuts[-1] > MAX_COMPONENT_CHARS:
+        start = cuts[-1]
+        window = text[start:start + SPLIT_TARGET_CHARS]
+        ends = [m.end() for m in _SENTENCE_END.finditer(window) if m.end() >= SPLIT_TARGET_CHARS // 4]
+        cut = ends[-1] if ends else (window.rfind(" ") + 1 or len(window))
+        if comp.segments:  # prefer an item's end
+            items = [e + 1 for s, e in comp.segments if start + SPLIT_TARGET_CHARS // 4 <= e < start + len(window)]
+            if items:
+                cut = items[-1] - start
+        cuts.append(start + cut)
+    cuts.append(len(text))
+    out = []
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        piece = text[start:end]
+        lead = len(piece) - len(piece.lstrip())
+        piece = piece.strip()
+        if not piece:
+            continue
+        at = start + lead
+        links = [Link(lk.url, lk.anchor, lk.start - at, min(lk.end, at + len(piece)) - at, lk.row)
+                 for lk in comp.links if lk.start >= 0 and at <= lk.start < at + len(piece)]
+        segments = None
+        if comp.segments:
+            segments = [(max(s, at) - at, min(e, at + len(piece)) - at) for s, e in comp.segments
+                        if s < at + len(piece) and e > at]
+        out.append(Component("paragraph", piece, comp.section_path, links, segments=segments or None))
+    return out
+
+
+def _clean_code(raw: str, links: list[Link]) -> tuple[str, list[Link]]:
+    """A code block's text with its lines kept: no zero-width characters, no trailing blanks, no
+    blank lines before or after; link offsets follow."""
+    raw = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    old_lines = raw.split("\n")
+    new_lines = [line.translate(_INVISIBLE).rstrip() for line in old_lines]
+    joined = "\n".join(new_lines)
+    text = joined.strip("\n")
+    lead = len(joined) - len(joined.lstrip("\n"))
+    old_starts, new_starts = _line_starts(old_lines), _line_starts(new_lines)
+
+    def move(offset: int) -> int:
+        i = max(0, bisect.bisect_right(old_starts, offset) - 1)
+        column = min(offset - old_starts[i], len(new_lines[i]))
+        return min(max(new_starts[i] + column - lead, 0), len(text))
+
+    moved: list[Link] = []
+    for lk in links:
+        start, end = move(lk.start), move(lk.end)
+        if end > start:
+            moved.append(Link(lk.url, text[start:end].strip() or lk.anchor, start, end, lk.row))
+    return text, moved
+
+
+def _line_starts(lines: list[str]) -> list[int]:
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    return starts
 
 
 def _fill_spanned(out: list, col: int, pending: dict) -> int:
