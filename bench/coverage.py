@@ -24,8 +24,10 @@ knows where each generator puts its content:
 2. minus what the page itself declares is not content: ``script``, ``style``, ``noscript``,
    ``template``, ``svg``, form controls and forms, ``nav`` and ``footer`` elements, elements with
    role ``navigation``, ``search``, ``banner`` or ``contentinfo``, hidden elements (``hidden``,
-   ``display: none``), DocBook's ``navheader``/``navfooter``, and MediaWiki's furniture (edit
-   links, citation markers ``sup.reference``, reference lists, navboxes, the table of contents);
+   ``display: none``), DocBook's ``navheader``/``navfooter``, MediaWiki's furniture (edit links,
+   citation markers ``sup.reference``, reference lists, navboxes, hatnotes, which MediaWiki marks
+   ``navigation-not-searchable``, the table of contents), Sphinx's viewcode links ("[source]"),
+   rustdoc's "source" links and "Expand description" toggles, and code blocks' line-number gutters;
 3. words: ``\\w+`` runs of the casefolded text, element boundaries of block elements read as
    spaces, zero-width characters and soft hyphens removed.
 
@@ -84,8 +86,8 @@ DROP_TAGS = frozenset({
 })
 DROP_ROLES = frozenset({"navigation", "search", "banner", "contentinfo"})
 DROP_CLASSES = frozenset({"navheader", "navfooter", "mw-editsection", "reflist", "references",
-                          "mw-references-wrap", "navbox", "toc", "viewcode-link", "viewcode-back",
-                          "linenos", "linenodiv", "lnt", "ln"})
+                          "mw-references-wrap", "navbox", "toc", "navigation-not-searchable", "viewcode-link",
+                          "viewcode-back", "hideme", "rightside", "out-of-band", "linenos", "linenodiv", "lnt", "ln"})
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 BLOCK = frozenset({
     "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div", "dl", "dt",
@@ -100,7 +102,7 @@ def _drop(el: etree._Element) -> bool:
     if tag in DROP_TAGS or (el.get("role") or "").lower() in DROP_ROLES:
         return True
     classes = set((el.get("class") or "").lower().split())
-    if classes & DROP_CLASSES or (tag == "sup" and "reference" in classes):
+    if classes & DROP_CLASSES or (tag == "sup" and "reference" in classes) or (tag == "a" and "src" in classes):
         return True
     if tag == "table" and "navbox" in classes or (el.get("id") or "").lower() == "toc":
         return True

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
 import lxml.html
@@ -50,12 +51,12 @@ SKIP_CLASSES = frozenset({
     # generic chrome
     "site-footer", "footer", "skip-link", "skip-to-content", "cookie-banner", "edit-link", "editlink",
     "visually-hidden", "sr-only", "table-of-contents",
-    # Sphinx's "[source]" links (viewcode) and rustdoc's "Expand description" toggles
-    "viewcode-link", "viewcode-back", "hideme",
+    # Sphinx's "[source]" links (viewcode); rustdoc's "source" links and "Expand description" toggles
+    "viewcode-link", "viewcode-back", "hideme", "rightside", "out-of-band",
 })
 # MediaWiki's citation marker is ``sup.reference``; Sphinx puts ``reference`` on every link and
 # DocBook on a whole part of a book, so the class alone is no reason to leave anything out
-SKIP_TAG_CLASSES = frozenset({("sup", "reference")})
+SKIP_TAG_CLASSES = frozenset({("sup", "reference"), ("a", "src")})
 # words of class names (split at - and _) that generators give navigation chrome: Bootstrap's and
 # Django's ``nav``, DocBook's ``navheader``, MkDocs' ``md-sidebar``, Docusaurus' ``theme-doc-toc-*``
 # and ``tableOfContents_*``, Hugo's ``td-toc``, Asciidoctor's ``toc2``, ``pagination-nav``...
@@ -132,19 +133,25 @@ def decode_html(body: bytes, charset: str | None = None) -> str:
     return dammit.unicode_markup
 
 
-def _classes(el: etree._Element) -> set[str]:
-    return set((el.get("class") or "").lower().split())
+def _classes(el: etree._Element) -> frozenset[str]:
+    return _class_names(el.get("class") or "")
 
 
-def _class_words(classes: set[str]) -> set[str]:
-    return {word for name in classes for word in _WORD_SPLIT.split(name) if word}
+@lru_cache(maxsize=8192)
+def _class_names(attr: str) -> frozenset[str]:
+    return frozenset(attr.lower().split())
+
+
+@lru_cache(maxsize=8192)
+def _class_words(classes: frozenset[str]) -> frozenset[str]:
+    return frozenset(word for name in classes for word in _WORD_SPLIT.split(name) if word)
 
 
 def _tag(el: etree._Element) -> str:
     return el.tag if isinstance(el.tag, str) else ""
 
 
-def _is_chrome(el: etree._Element, tag: str, classes: set[str]) -> bool:
+def _is_chrome(el: etree._Element, tag: str, classes: frozenset[str]) -> bool:
     """Navigation chrome by its class words, unless the element is a note or a docutils sidebar
     (``.. sidebar::``, content with a title of its own)."""
     words = _class_words(classes)
@@ -159,14 +166,14 @@ def _is_chrome(el: etree._Element, tag: str, classes: set[str]) -> bool:
     return True
 
 
-def _is_permalink(el: etree._Element, classes: set[str]) -> bool:
+def _is_permalink(el: etree._Element, classes: frozenset[str]) -> bool:
     if classes & PERMALINK_CLASSES:
         return True
     href = el.get("href") or ""
     return href.startswith("#") and el.text_content().strip() in PERMALINK_SIGNS - {""} and not len(el)
 
 
-def _content_aside(el: etree._Element, classes: set[str]) -> bool:
+def _content_aside(el: etree._Element, classes: frozenset[str]) -> bool:
     return bool(_class_words(classes) & CONTENT_ASIDE_WORDS) or (el.get("role") or "").lower() in CONTENT_ASIDE_ROLES
 
 
@@ -192,6 +199,17 @@ def _should_skip(el: etree._Element) -> bool:
             role == "complementary" and _content_aside(el, classes)):
         return True
     if tag == "header" and el.find(".//nav") is not None:
+        return True
+    style = el.get("style")
+    return bool(style and _DISPLAY_NONE.search(style)) or el.get("hidden") is not None
+
+
+def _code_skip(el: etree._Element, tag: str) -> bool:
+    """Inside a ``<pre>``: buttons, hidden text and line-number gutters (no chrome lives there)."""
+    if tag in SKIP_TAGS:
+        return True
+    attr = el.get("class")
+    if attr and _class_names(attr) & (LINE_NUMBER_CLASSES | SKIP_CLASSES):
         return True
     style = el.get("style")
     return bool(style and _DISPLAY_NONE.search(style)) or el.get("hidden") is not None
@@ -480,7 +498,7 @@ class HtmlParser:
 
         def walk(node: etree._Element, top: bool = False) -> None:
             tag = _tag(node)
-            if not top and (not tag or _should_skip(node) or _classes(node) & LINE_NUMBER_CLASSES):
+            if not top and (not tag or _code_skip(node, tag)):
                 add(node.tail)
                 return
             if tag == "br":
@@ -593,6 +611,7 @@ class HtmlParser:
     def term_text(self, dts: list[etree._Element], tb: TextBuilder, tables: list[etree._Element]) -> None:
         for i, dt in enumerate(dts):
             if i and tb.length:
+                tb.pending_space = False
                 tb.add(", ")
             self.inline(dt, tb, with_tail=False, nested_tables=tables)
 
