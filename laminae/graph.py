@@ -11,6 +11,7 @@ are grouped by document (and subcomponents by parent), so each group is one cont
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,20 +74,29 @@ class Layer:
     compact: bool = False  # moves scan the codes and re-score a shortlist (Graph.use_search)
     code_prefix: np.ndarray | None = None  # the codes' first words, contiguous in memory (first_words)
     _position: dict[str, int] | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def position(self) -> dict[str, int]:
-        """Row of each id (built on first use)."""
-        if self._position is None:
-            self._position = {s: i for i, s in enumerate(self.ids)}
-        return self._position
+        """Row of each id (built on first use, once: threads asking meanwhile wait for it)."""
+        position = self._position
+        if position is None:
+            with self._lock:
+                if self._position is None:
+                    self._position = {s: i for i, s in enumerate(self.ids)}
+                position = self._position
+        return position
 
     def first_words(self) -> np.ndarray | None:
         """The codes' first words for a compact scan's first pass (``laminae.vectors.code_prefix``),
-        read on the first scan rather than at open (about a second at 10M rows)."""
-        if self.compact and self.code_prefix is None:
-            self.code_prefix = code_prefix(self.codes)
-        return self.code_prefix
+        read on the first scan rather than at open (about a second at 10M rows), once."""
+        prefix = self.code_prefix
+        if self.compact and prefix is None:
+            with self._lock:
+                if self.code_prefix is None:
+                    self.code_prefix = code_prefix(self.codes)
+                prefix = self.code_prefix
+        return prefix
 
     def rows_of_documents(self, docs: np.ndarray) -> np.ndarray:
         """Row indices of every node of these documents (in the order of ``docs``)."""
@@ -397,13 +407,16 @@ TAKE_ROWS = 65_536  # rows a streamed snapshot reads from a table at once
 RUN_ROWS = 32  # ... adjacent rows read as a range of a scan, not taken one by one
 
 
-def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], batch_rows: int = TAKE_ROWS) -> None:
+def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], batch_rows: int = TAKE_ROWS,
+                   keep_whole: bool = False) -> None:
     """Write the snapshot ``Graph(tables, dim).save(directory)`` writes, without a layer's vectors
     or texts in memory: the row order and pointers come from the id columns (``id``,
     ``document_id``, ``parent_id``: ``_orders``, as for ``Graph``), then every layer is read in that
     order, ``batch_rows`` rows at a time (``_take``: runs of adjacent rows as ranges of a scan),
     and streamed through ``SnapshotWriter``. What a build holds at once is the ids of the largest
-    layer; at 10M subcomponents the vectors alone would take 15 GB."""
+    layer; at 10M subcomponents the vectors alone would take 15 GB. ``keep_whole``: a whole
+    snapshot (``snapshot_problem``) found at ``directory`` when this one is done is kept, this one
+    dropped (readers rebuilding a damaged snapshot at once)."""
     docs = _read(tables["documents"], ["id"])
     comps = _read(tables["components"], ["id", "document_id", "parent_id"])
     subs = _read(tables["subcomponents"], ["id", "document_id", "parent_id"])
@@ -434,7 +447,7 @@ def write_snapshot(tables: dict, dim: int, directory: str | os.PathLike[str], ba
     except BaseException:
         writer.abort()
         raise
-    writer.close(links, component_links)
+    writer.close(links, component_links, (lambda path: snapshot_problem(path, dim) is None) if keep_whole else None)
 
 
 def _orders(doc_ids, comp_documents, comp_ids, sub_parents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,8 +1,11 @@
 """Open a laminae index pinned to one published manifest, and the agent's moves over it.
 
 Reads ``<index>/_manifests/`` (the build manifests), the LanceDB tables at the versions the
-manifest names (so every table is seen as one build left it) and ``raw/`` for image bytes;
-writes nothing. Operations: get/children/parent/document_of/neighbors, ``search`` (dense, full-text,
+manifest names (so every table is seen as one build left it), the reader snapshot of that version
+(``_snapshots/NNNNNNNN/``, ``laminae.graph``) and ``raw/`` for image bytes. Writes nothing, except
+a damaged snapshot, rebuilt from the tables where the index is writable, and the snapshot cache of
+an index on object storage. Every damaged or missing file on this path is an ``IndexOpenError``
+naming the file and the fix. An ``Index`` may be shared by threads. Operations: get/children/parent/document_of/neighbors, ``search`` (dense, full-text,
 hybrid with reciprocal rank fusion), FiF's document- and component-level traversers, LILaC's
 late-interaction beam search, and ``frame``: a table as a polars LazyFrame (polars imported there only).
 """
@@ -14,15 +17,19 @@ import logging
 import math
 import re
 import shutil
+import threading
+import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import lancedb
 import numpy as np
+import pyarrow as pa
 
 from laminae import fusion
-from laminae.graph import Graph, group_max, similarities, write_snapshot
+from laminae.graph import Graph, group_max, similarities, snapshot_problem, write_snapshot
 from laminae.schemas.pictures import crop_png
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import (
@@ -73,7 +80,8 @@ class BeamResult:
     components: list[Hit]
 
 class IndexOpenError(RuntimeError):
-    """The index cannot be opened; the message says why and what to do."""
+    """The index cannot be opened or read: a file of it is missing or damaged, or a table version
+    its manifest names is gone; the message names the file and says what to do."""
 
 
 class QueryModelError(RuntimeError):
@@ -106,6 +114,10 @@ class Index:
         self._tables: dict[str, object] = {}
         self._graph: Graph | None = None
         self._embed = embed
+        # Threads may share an Index: what is built on first use is built once, under these locks
+        self._tables_lock = threading.Lock()  # table handles (opened and checked out once)
+        self._graph_lock = threading.Lock()  # the view, held for as long as it loads
+        self._embed_lock = threading.Lock()  # the query model: loaded once, called by one thread at a time
 
     @property
     def embedder(self) -> dict:
@@ -113,14 +125,63 @@ class Index:
         return dict(self.manifest.get("embedder") or {})
 
     def table(self, name: str):
-        """The LanceDB table ``name`` checked out at this manifest's version."""
-        if name not in self._tables:
+        """The LanceDB table ``name`` checked out at this manifest's version (``IndexOpenError`` when
+        the table or that version of it is gone)."""
+        tbl = self._tables.get(name)
+        if tbl is None:
             if name not in self.manifest["tables"]:
                 raise KeyError(f"unknown table {name!r}; tables are {', '.join(self.manifest['tables'])}")
+            with self._tables_lock:
+                if name not in self._tables:
+                    self._tables[name] = self._checked_out(name)
+                tbl = self._tables[name]
+        return tbl
+
+    def _checked_out(self, name: str):
+        version = self.manifest["tables"][name]
+        try:
             tbl = self._db.open_table(name)
-            tbl.checkout(self.manifest["tables"][name])
-            self._tables[name] = tbl
-        return self._tables[name]
+        except (ValueError, FileNotFoundError, OSError, RuntimeError) as exc:
+            raise IndexOpenError(
+                f"{self.root}: table {name!r} that manifest {self.version} names cannot be opened ({exc}): the "
+                f"index is damaged; rebuild it with `laminae build`") from None
+        try:
+            tbl.checkout(version)
+        except (ValueError, OSError, RuntimeError) as exc:
+            raise IndexOpenError(self._gone_message(name, version, exc)) from None
+        return tbl
+
+    def _gone_message(self, name: str, version: int, exc: Exception) -> str:
+        return (f"{self.root}: version {version} of table {name!r}, which manifest {self.version} names, no longer "
+                f"exists ({_first_line(exc)}): it was cleaned up after newer manifests were published. Open the "
+                "latest manifest (laminae.open without version=, or the MCP server's use_latest tool), or keep "
+                "more manifests' table versions (LAMINAE_KEEP_MANIFESTS, `laminae compact --keep N`)")
+
+    def verify(self) -> None:
+        """Check what ``laminae.open`` leaves for later because it costs a round trip per table: that
+        every table version the manifest names can still be checked out (a manifest older than the
+        kept ones loses its versions to a cleanup). ``IndexOpenError`` naming the table and the
+        fix otherwise. The MCP server calls this at start; a reader that skips it gets the same
+        error from its first read of such a table."""
+        for name in self.manifest["tables"]:
+            self.table(name)
+
+    @contextmanager
+    def _reading(self, name: str):
+        """Reads of table ``name``: a LanceDB error there becomes an ``IndexOpenError`` when the
+        version this manifest names has been cleaned up since the table was checked out (its
+        files are gone); any other error passes unchanged."""
+        try:
+            yield
+        except IndexOpenError:
+            raise
+        except (OSError, RuntimeError, ValueError) as exc:
+            version = self.manifest["tables"].get(name)
+            try:
+                self._db.open_table(name).checkout(version)
+            except (ValueError, OSError, RuntimeError):
+                raise IndexOpenError(self._gone_message(name, version, exc)) from None
+            raise
 
     def frame(self, layer: int | str = 1, vectors: bool = False, batch_size: int = FRAME_BATCH):
         """A polars ``LazyFrame`` over one table at this manifest's version, for exploring an index
@@ -173,7 +234,8 @@ class Index:
 
     def stats(self) -> dict:
         """Rows per layer and kind, edges per kind, resolved links, and the build's run summary."""
-        stats = table_stats({name: self.table(name) for name in TABLES if name in self.manifest["tables"]})
+        with self._reading("documents"):
+            stats = table_stats({name: self.table(name) for name in TABLES if name in self.manifest["tables"]})
         stats["manifest_version"] = self.version
         stats["embedder"] = self.embedder
         stats["last_run"] = self.manifest.get("run")
@@ -185,64 +247,137 @@ class Index:
     # -- in-memory view ------------------------------------------------------------------------
     @property
     def graph(self) -> Graph:
-        """Vectors, parent pointers and link adjacency in memory (loaded on first use)."""
-        if self._graph is None:
-            snapshot = snapshot_dir(self.root, self.version)
-            if is_remote(self.root) and not (snapshot / "COMPLETE").exists():
-                self._cache_snapshot(snapshot)
-            if (snapshot / "COMPLETE").exists():
-                self._graph = Graph.load(snapshot)
-            else:
-                self._graph = Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")},
-                                    int(self.embedder["dim"]))
-            self._graph.use_search(self.search_mode)
-        return self._graph
+        """Vectors, parent pointers and link adjacency in memory (loaded on first use, once, whatever
+        the number of threads asking)."""
+        graph = self._graph
+        if graph is None:
+            with self._graph_lock:
+                if self._graph is None:
+                    loaded = self._load_graph()
+                    loaded.use_search(self.search_mode)
+                    self._graph = loaded
+                graph = self._graph
+        return graph
+
+    @property
+    def snapshot_path(self) -> Path:
+        """Where the reader snapshot of this manifest lives (``laminae.schemas.storage.snapshot_dir``)."""
+        return snapshot_dir(self.root, self.version, self.manifest.get("run_id"))
+
+    def _load_graph(self) -> Graph:
+        snapshot = self.snapshot_path
+        dim = int(self.embedder["dim"])
+        if is_remote(self.root) and snapshot_problem(snapshot, dim) is not None:
+            self._cache_snapshot(snapshot)
+            if snapshot_problem(snapshot, dim) is not None:  # the cache cannot be written: logged
+                with self._reading("documents"):
+                    return Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")}, dim)
+        if snapshot.is_dir():
+            try:
+                return Graph.load(snapshot)
+            except (OSError, ValueError, pa.ArrowException) as exc:
+                # checked at open: damaged or removed since (a cleanup of old versions' snapshots)
+                problem = snapshot_problem(snapshot, dim) or f"{snapshot}: {exc}"
+                raise IndexOpenError(self._snapshot_message(problem, None)) from None
+        with self._reading("documents"):
+            return Graph({name: self.table(name) for name in (*NODE_TABLES, "edges")}, dim)
+
+    def _check_snapshot(self, latest: int | None) -> None:
+        """At open: a snapshot of this version that exists must be whole (``snapshot_problem``: file
+        headers and sizes, no data read). A damaged one is rebuilt from the tables with a warning
+        (written beside and renamed into place, as a build writes it) where the index (or, on
+        object storage, the cache) is writable; otherwise ``IndexOpenError`` saying how to rebuild it.
+        No snapshot at all is no error: the view then loads from the tables, into memory."""
+        snapshot = self.snapshot_path
+        if not snapshot.exists():
+            return
+        problem = snapshot_problem(snapshot, int(self.embedder["dim"]))
+        if problem is None:
+            return
+        if is_remote(self.root):  # the cache's copy: replaced on first use (_load_graph)
+            log.warning("%s: the cached snapshot is damaged (%s); it is streamed again from the tables",
+                        self.root, problem)
+            return
+        log.debug("%s: rebuilding the damaged reader snapshot of manifest %d (%s)", self.root, self.version, problem)
+        started = time.monotonic()
+        try:
+            self.save_snapshot(keep_whole=True)
+        except OSError as exc:
+            raise IndexOpenError(self._snapshot_message(problem, latest, f"it cannot be rebuilt here: {exc}")) \
+                from None
+        again = snapshot_problem(snapshot, int(self.embedder["dim"]))
+        if again is not None:
+            raise IndexOpenError(self._snapshot_message(again, latest, "rebuilt, it is still damaged"))
+        log.warning("%s: the reader snapshot of manifest %d was damaged (%s); rebuilt it from the tables in %.1f s",
+                    self.root, self.version, problem, time.monotonic() - started)
+
+    def _snapshot_message(self, problem: str, latest: int | None, why: str = "") -> str:
+        fix = f"run `laminae compact --index {self.root}`, which rebuilds the latest manifest's snapshot"
+        if latest is not None and latest != self.version:
+            fix = f"open the latest manifest ({latest}), or delete {self.snapshot_path} (the view then loads " \
+                  "from the tables, into memory)"
+        return f"{problem}: the reader snapshot of manifest {self.version} is damaged{'; ' + why if why else ''}. " \
+               f"To fix it, {fix}"
 
     def _cache_snapshot(self, snapshot: Path, keep: int = 2) -> None:
-        """Stream the view of a version on object storage into the local cache (``snapshot_dir``),
-        so that it is memory-mapped like a local index's; keep the ``keep`` newest versions of this
-        index there. A cache that cannot be written (a full disk, a read-only home) is logged and
-        the view loads from the tables, in memory."""
+        """Stream the view of a version on object storage into the local cache (``snapshot_dir``:
+        one folder per manifest version and run id, so an index rebuilt at the same URI is never
+        served from the old one's cache), so that it is memory-mapped like a local index's; keep
+        the ``keep`` most recently written snapshots of this index there. A cache that cannot be
+        written (a full disk, a read-only home) is logged and the view loads from the tables, in
+        memory."""
         try:
-            self.save_snapshot()
+            self.save_snapshot(keep_whole=True)
         except OSError as exc:
             log.warning("%s: no local snapshot in %s (%s); loading the view from the tables into memory"
                         " (set LAMINAE_CACHE_DIR to a writable directory with room for it)",
                         self.root, snapshot.parent, exc)
             return
-        versions = sorted(p for p in snapshot.parent.iterdir() if p.name.isdigit())
-        for old in versions[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
+        cached = [p for p in snapshot.parent.iterdir() if SNAPSHOT_NAME.fullmatch(p.name)]
+        for old in sorted(cached, key=_mtime)[:-keep]:
+            if old != snapshot:
+                shutil.rmtree(old, ignore_errors=True)
 
-    def save_snapshot(self) -> Path:
+    def save_snapshot(self, keep_whole: bool = False) -> Path:
         """Write the reader's view of this version for fast loading (the builder calls this; a reader
         of an index on object storage, into its cache), streamed from the tables
-        (``laminae.graph.write_snapshot``): no layer is held in memory."""
-        path = snapshot_dir(self.root, self.version)
-        write_snapshot({name: self.table(name) for name in (*NODE_TABLES, "edges")}, int(self.embedder["dim"]), path)
+        (``laminae.graph.write_snapshot``): no layer is held in memory. ``keep_whole``: keep a
+        whole snapshot another process put there meanwhile instead of replacing it."""
+        path = self.snapshot_path
+        with self._reading("documents"):
+            write_snapshot({name: self.table(name) for name in (*NODE_TABLES, "edges")}, int(self.embedder["dim"]),
+                           path, keep_whole=keep_whole)
         return path
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed a query string with the index's own model (needs the ``ml`` extra) or ``embed=``."""
-        if self._embed is None:
-            model = self.embedder["model_id"]
-            try:
-                from laminae.tasks.config import EmbedConfig
-                from laminae.tasks.embed.embedders import load_embedder
-                from laminae.tasks.embed.runtime import DEFAULT_MODEL_ID
+        """Embed a query string with the index's own model (needs the ``ml`` extra) or ``embed=``.
 
-                base, int8 = model.removesuffix("#onnx-int8"), model.endswith("#onnx-int8")
-                cfg = EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base,
-                                  **({"backend": "onnx", "quantize": "int8"} if int8 else {}))
-                embedder = load_embedder(cfg)
-            except ImportError as exc:
-                raise QueryModelError(
-                    f"string queries need the index's embedder ({model}): install laminae with the ml and "
-                    "build extras (pip install -e '.[build,ml]'), pass embed=callable to laminae.open, or "
-                    f"pass a query vector of {self.embedder['dim']} floats ({exc})"
-                ) from None
-            self._embed = embedder.embed_query
-        return np.asarray(self._embed(text), dtype=np.float32)
+        One thread at a time: a Hugging Face fast tokenizer shared by threads fails ("Already
+        borrowed"), and an ``embed=`` callable need not be thread-safe either; the lock covers only
+        this call (about 2 ms for a question, 26 ms for 2,000 characters with the default model)."""
+        with self._embed_lock:
+            if self._embed is None:
+                self._embed = self._load_embedder()
+            return np.asarray(self._embed(text), dtype=np.float32)
+
+    def _load_embedder(self) -> Callable[[str], np.ndarray]:
+        model = self.embedder["model_id"]
+        try:
+            from laminae.tasks.config import EmbedConfig
+            from laminae.tasks.embed.embedders import load_embedder
+            from laminae.tasks.embed.runtime import DEFAULT_MODEL_ID
+
+            base, int8 = model.removesuffix("#onnx-int8"), model.endswith("#onnx-int8")
+            cfg = EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base,
+                              **({"backend": "onnx", "quantize": "int8"} if int8 else {}))
+            embedder = load_embedder(cfg)
+        except ImportError as exc:
+            raise QueryModelError(
+                f"string queries need the index's embedder ({model}): install laminae with the ml and "
+                "build extras (pip install -e '.[build,ml]'), pass embed=callable to laminae.open, or "
+                f"pass a query vector of {self.embedder['dim']} floats ({exc})"
+            ) from None
+        return embedder.embed_query
 
     def _query_vector(self, query) -> np.ndarray:
         vector = self.embed_query(query) if isinstance(query, str) else np.asarray(query, dtype=np.float32)
@@ -274,7 +409,8 @@ class Index:
         for layer, name in enumerate(NODE_TABLES):
             if not wanted:
                 break
-            rows = self.table(name).search().where(f"id IN ({quoted})").limit(None).to_arrow().to_pylist()
+            with self._reading(name):
+                rows = self.table(name).search().where(f"id IN ({quoted})").limit(None).to_arrow().to_pylist()
             for row in rows:
                 row.pop("vector", None)
                 row["layer"] = layer
@@ -563,7 +699,8 @@ class Index:
         return _ranked(candidates, score[candidates], FUSION_DEPTH), score, total
 
     def _fts(self, text: str, layer: int, k: int, kinds, documents) -> list[tuple[int, float]]:
-        tbl = self.table(NODE_TABLES[layer])
+        name = NODE_TABLES[layer]
+        tbl = self.table(name)
         column = "search_text" if "search_text" in tbl.schema.names else "text"
         query = tbl.search(text, query_type="fts", fts_columns=column).select(["id", "_score"]).limit(k)
         clauses = []
@@ -574,10 +711,11 @@ class Index:
             clauses.append(f"{column} IN ({sql_list(documents)})")
         if clauses:
             query = query.where(" AND ".join(clauses), prefilter=True)
-        try:
-            data = query.to_arrow()
-        except (ValueError, RuntimeError) as exc:
-            raise RuntimeError(f"full-text search needs the index built by laminae >= 0.1 ({exc})") from None
+        with self._reading(name):
+            try:
+                data = query.to_arrow()
+            except (ValueError, RuntimeError) as exc:
+                raise RuntimeError(f"full-text search needs the index built by laminae >= 0.1 ({exc})") from None
         position = self.graph.layers[layer].position
         return [(position[i], float(s)) for i, s in zip(data.column("id").to_pylist(),
                                                           data.column("_score").to_pylist(), strict=True)
@@ -795,6 +933,20 @@ class Index:
         )
 
 
+SNAPSHOT_NAME = re.compile(r"\d{8}(-[0-9a-f]+)?")  # a snapshot folder (snapshot_dir), not a temporary one
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
 def _top(scores: np.ndarray, n: int) -> np.ndarray:
     """Positions of the ``n`` highest scores, best first, ties by position (a stable sort's order)
     without sorting all of them."""
@@ -859,26 +1011,122 @@ def open_index(index_dir: str, version: int | None = None,
     ``"compact"`` scans sign codes and re-scores a shortlist exactly; ``"auto"`` (the default) is
     compact for the layers whose vectors exceed ``$LAMINAE_EXACT_SEARCH_LIMIT_GB`` (4 GiB), exact
     otherwise (``laminae.vectors``).
+
+    Checks at once what costs no scan of data: ``_manifests/LATEST`` (unless ``version`` is
+    given), the manifest, and the snapshot of that version if there is one (``snapshot_problem``:
+    file headers and sizes; a damaged one is rebuilt from the tables where the index is
+    writable). ``IndexOpenError`` names the damaged file and the fix. ``Index.verify`` also checks
+    that the manifest's table versions still exist.
     """
     _check_search(search)
+    root = str(index_dir)
     try:
-        files = IndexFiles(index_dir)
+        files = IndexFiles(root)
     except StorageError as exc:
         raise IndexOpenError(str(exc)) from None
-    latest = files.read_text(f"{MANIFEST_DIR}/LATEST")
-    if latest is None:
+    latest_path = _shown(root, f"{MANIFEST_DIR}/LATEST")
+    raw = _read_index_file(files, root, f"{MANIFEST_DIR}/LATEST")
+    if raw is None:
         raise IndexOpenError(
-            f"{index_dir} holds no published laminae index (no {MANIFEST_DIR}/LATEST): "
+            f"{root} holds no published laminae index (no {MANIFEST_DIR}/LATEST): "
             "build one with `laminae build --seeds FILE --index DIR`"
         )
-    number = int(latest.strip()) if version is None else int(version)
-    text = files.read_text(f"{MANIFEST_DIR}/{number:08d}.json")
+    latest = _manifest_number(raw)
+    if version is None and latest is None:
+        shown = raw[:40].decode("utf-8", "replace")
+        raise IndexOpenError(
+            f"{latest_path} {'is empty' if not raw.strip() else f'holds {shown!r}'}, not a manifest number: "
+            f"it is damaged. Run `laminae refresh --index {root}` (it publishes a new manifest and rewrites "
+            f"LATEST), or write the number of the newest manifest in {_shown(root, MANIFEST_DIR)}/ into it, or "
+            "open a version explicitly (laminae.open(DIR, version=N), --version N)")
+    if version is None:
+        number = latest
+    else:
+        try:
+            number = int(version)
+        except (TypeError, ValueError):
+            raise ReaderArgumentError(f"version must be a manifest number (an int); got {version!r}") from None
+    path = f"{MANIFEST_DIR}/{number:08d}.json"
+    text = _read_index_file(files, root, path)
     if text is None:
-        raise IndexOpenError(f"{index_dir} has no manifest version {number}; the latest is {latest.strip()}")
-    manifest = json.loads(text)
+        if version is None:
+            raise IndexOpenError(
+                f"{latest_path} names manifest {number}, but {_shown(root, path)} is missing: the index is "
+                f"damaged. Run `laminae refresh --index {root}` to publish a new manifest, or open another "
+                "version (laminae.open(DIR, version=N), --version N)")
+        raise IndexOpenError(f"{root} has no manifest version {number}"
+                             + (f"; the latest is {latest}" if latest is not None else ""))
+    manifest = _checked_manifest(text, _shown(root, path), number, latest, root)
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise IndexOpenError(
-            f"{index_dir} was written with schema version {manifest.get('schema_version')}; this laminae "
+            f"{root} was written with schema version {manifest.get('schema_version')}; this laminae "
             f"reads version {SCHEMA_VERSION}. Install the laminae release that built it, or rebuild the index"
         )
-    return Index(str(index_dir), manifest, embed, search)
+    index = Index(root, manifest, embed, search)
+    index._check_snapshot(latest)
+    return index
+
+
+def _shown(root: str, rel: str) -> str:
+    return f"{root.rstrip('/')}/{rel}"
+
+
+def _read_index_file(files: IndexFiles, root: str, rel: str) -> bytes | None:
+    """A file of the index, None if absent; ``IndexOpenError`` if it cannot be read."""
+    try:
+        return files.read_bytes(rel)
+    except OSError as exc:
+        raise IndexOpenError(f"{_shown(root, rel)} cannot be read ({_first_line(exc)}): check that it is a file this "
+                             "user may read") from None
+
+
+def _manifest_number(raw: bytes) -> int | None:
+    """The manifest number ``LATEST`` holds, None when it holds anything else."""
+    text = raw.decode("ascii", "replace").strip()
+    return int(text) if re.fullmatch(r"[0-9]{1,12}", text) else None
+
+
+JSON_NAMES = {int: "number", str: "string", dict: "object"}
+MANIFEST_KEYS = {"version": int, "run_id": str, "tables": dict, "embedder": dict}
+
+
+def _checked_manifest(raw: bytes, path: str, number: int, latest: int | None, root: str) -> dict:
+    """The manifest in ``raw``, checked for what the reader uses (its version, the versions of the
+    tables the view reads, the embedder's dimension); ``IndexOpenError`` saying how it is damaged."""
+    earlier = ", or open an earlier version (laminae.open(DIR, version=N), --version N)" if number > 1 else ""
+    fix = f"run `laminae refresh --index {root}` to publish a new manifest{earlier}" \
+        if number == latest or latest is None else f"open another version (the latest is {latest})"
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise IndexOpenError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}): the manifest is "
+                             f"damaged; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise IndexOpenError(f"{path} is not valid JSON ({exc.msg}: character {exc.pos} of {len(raw)}): the "
+                             f"manifest is truncated or damaged; {fix}") from None
+    problems = []
+    if not isinstance(manifest, dict):
+        problems.append(f"it holds a JSON {type(manifest).__name__}, not an object")
+        manifest = {}
+    for key, kind in MANIFEST_KEYS.items():
+        if key in manifest and not isinstance(manifest[key], kind):
+            problems.append(f"{key!r} is not a JSON {JSON_NAMES[kind]}")
+    missing = [k for k in MANIFEST_KEYS if k not in manifest]
+    if missing and not problems:
+        problems.append(f"it lacks {', '.join(map(repr, missing))}")
+    if not problems:
+        tables = manifest["tables"]
+        absent = [t for t in (*NODE_TABLES, "edges") if t not in tables]
+        wrong = [t for t, v in tables.items() if not isinstance(v, int) or isinstance(v, bool)]
+        if absent:
+            problems.append(f"its tables lack {', '.join(absent)}")
+        elif wrong:
+            problems.append(f"the versions of {', '.join(wrong)} are not numbers")
+        dim = manifest["embedder"].get("dim")
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            problems.append(f"its embedder has no dimension ({dim!r})")
+        if manifest["version"] != number:
+            problems.append(f"it says version {manifest['version']}")
+    if problems:
+        raise IndexOpenError(f"{path} is damaged: {'; '.join(problems)}; {fix}")
+    return manifest

@@ -6,16 +6,20 @@ Reads rows of the three node layers handed to ``SnapshotWriter.add`` in their fi
 (float32), ``codes{i}.npy`` (sign codes, ``laminae.vectors``), ``doc``/``parent``/``starts``
 (and ``parent_starts`` for layer 2) ``.npy``, ``nodes{i}.arrow`` (id, kind, text; title and url
 for documents), ``links.npy``, ``component_links.npy`` and ``COMPLETE``. The directory is
-written under a temporary name and renamed into place. Vectors and codes are appended to plain
+written under a temporary name and renamed into place (an older one moved aside first, or kept
+when it is whole: ``replace_dir``). Vectors and codes are appended to plain
 files (no writable memory map, whose pages would count as the writer's resident memory).
 ``Graph.save`` writes through it in one batch; ``bench/synthetic.py`` streams 10M subcomponents.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -85,9 +89,11 @@ class SnapshotWriter:
         self._doc[layer].append(np.asarray(doc, dtype=np.int32))
         self._parent[layer].append(np.asarray(parent, dtype=np.int32))
 
-    def close(self, links: np.ndarray, component_links: np.ndarray) -> None:
+    def close(self, links: np.ndarray, component_links: np.ndarray,
+              keep: Callable[[Path], bool] | None = None) -> None:
         """Write pointers and links ((n, 2) document → document and component → document row
-        pairs), mark the snapshot ``COMPLETE`` and move it into place (replacing an older one)."""
+        pairs), mark the snapshot ``COMPLETE`` and move it into place, replacing one there unless
+        ``keep(target)`` says to keep that one (``replace_dir``)."""
         try:
             for layer in range(3):
                 if self._nodes[layer] is None:  # an empty layer still has its files
@@ -113,9 +119,8 @@ class SnapshotWriter:
             np.save(self.tmp / "links.npy", np.asarray(links, dtype=np.int64).reshape(-1, 2))
             np.save(self.tmp / "component_links.npy", np.asarray(component_links, dtype=np.int64).reshape(-1, 2))
             (self.tmp / "COMPLETE").write_text("1")
-            if self.target.exists():
-                shutil.rmtree(self.target)
-            os.replace(self.tmp, self.target)
+            if not replace_dir(self.tmp, self.target, keep):
+                shutil.rmtree(self.tmp, ignore_errors=True)
         except BaseException:
             self.abort()
             raise
@@ -128,3 +133,25 @@ class SnapshotWriter:
             if nodes is not None:
                 nodes[0].close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def replace_dir(source: Path, target: Path, keep: Callable[[Path], bool] | None = None, tries: int = 8) -> bool:
+    """Move directory ``source`` to ``target``; False (``source`` left in place) when a directory
+    is there and ``keep(target)`` says to keep it: readers rebuilding one damaged snapshot at once
+    keep the first whole one instead of replacing each other's. Else the one there is first
+    renamed aside, then removed, so a reader never finds a half-removed snapshot at ``target``
+    (one that has it memory-mapped keeps reading it)."""
+    for _ in range(tries):
+        try:
+            os.replace(source, target)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        if keep is not None and keep(target):
+            return False
+        aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=".old-snapshot-"))
+        with contextlib.suppress(FileNotFoundError):  # another writer moved it first
+            os.replace(target, aside / target.name)
+        shutil.rmtree(aside, ignore_errors=True)
+    raise OSError(f"{target}: replaced by other writers {tries} times while this one tried to put its own there")

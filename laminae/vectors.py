@@ -26,6 +26,7 @@ vectors), so an index of 1M subcomponents is searched exactly as before.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -44,6 +45,7 @@ SELECT_SAMPLE = 65_536  # ... read from this many values
 _THREADS = 2
 
 _pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
 class SearchSettingError(ValueError):
@@ -200,8 +202,9 @@ def hamming(codes: np.ndarray, query_codes: np.ndarray, columns: bool = False) -
     if n < 4 * CODE_BLOCK:
         _scan_part(codes, query_codes, out, 0, n, columns)
         return out.T
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="laminae-codes")
+    with _pool_lock:  # threads sharing a reader start one pool
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="laminae-codes")
     cuts = np.linspace(0, n, _THREADS + 1).astype(np.int64)
     cuts[1:-1] -= cuts[1:-1] % CODE_BLOCK
     futures = [_pool.submit(_scan_part, codes, query_codes, out, int(cuts[i]), int(cuts[i + 1]), columns)

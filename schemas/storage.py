@@ -28,12 +28,17 @@ def cache_dir() -> Path:
     return Path(os.environ.get("LAMINAE_CACHE_DIR") or Path.home() / ".cache" / "laminae")
 
 
-def snapshot_dir(root: str | os.PathLike[str], version: int) -> Path:
-    """Where the reader's saved view of manifest ``version`` lives: in the index for a local one,
-    in the cache (``snapshots/<digest of the URI>/``) for one on object storage, where a memory
-    map cannot reach."""
+def snapshot_dir(root: str | os.PathLike[str], version: int, run_id: str | None = None) -> Path:
+    """Where the reader's saved view of manifest ``version`` lives: in the index for a local one
+    (``_snapshots/NNNNNNNN``), in the cache for one on object storage, where a memory map cannot
+    reach: ``snapshots/<digest of the URI>/NNNNNNNN-<digest of run_id>``, the manifest's ``run_id``
+    (every manifest has one) telling apart the versions of an index deleted and built again at the
+    same URI, whose numbers start over."""
     if is_remote(root):
-        return cache_dir() / "snapshots" / digest(str(root).rstrip("/"), size=8) / f"{version:08d}"
+        if not run_id:
+            raise ValueError(f"the cached snapshot of {root} is named after its manifest's run_id: pass it")
+        name = f"{version:08d}-{digest(run_id, size=4)}"
+        return cache_dir() / "snapshots" / digest(str(root).rstrip("/"), size=8) / name
     return Path(root) / SNAPSHOT_DIR / f"{version:08d}"
 
 

@@ -110,7 +110,7 @@ def test_reader_of_s3_keeps_its_view_in_the_local_cache(remote_index, tmp_path, 
     uri, *_ = remote_index
     monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path / "cache"))
     index = laminae.open(uri)
-    cached = snapshot_dir(uri, index.version)
+    cached = snapshot_dir(uri, index.version, index.manifest["run_id"])
     assert str(cached).startswith(str(tmp_path / "cache" / "snapshots"))
     graph = index.graph  # streamed from the tables on S3 into the cache, then memory-mapped
     assert (cached / "COMPLETE").exists() and isinstance(graph.layers[2].vectors, np.memmap)
