@@ -8,6 +8,7 @@ delete of that document's rows that the new parse no longer has.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -257,14 +258,13 @@ class IndexStore:
             if tbl.count_rows():
                 tbl.create_index("search_text", config=FTS(), replace=True)
 
-    def write_snapshot(self, version: int, keep: int = 2, same_as: int | None = None) -> None:
-        """Save the reader's in-memory view of manifest ``version``; keep the ``keep`` newest.
+    def write_snapshot(self, version: int, same_as: int | None = None) -> None:
+        """Save the reader's in-memory view of manifest ``version`` (``clean_up`` removes the
+        snapshots of manifests no longer kept).
 
         ``same_as``: an earlier version with the same node and edge contents, whose snapshot is
         hard-linked instead of rebuilt (a refresh that changed nothing).
         """
-        import shutil
-
         import laminae
 
         if self.files.local is None:
@@ -278,22 +278,22 @@ class IndexStore:
             os.replace(tmp, target)
         else:
             laminae.open(str(self.root), version=version).save_snapshot()
-        snapshots = sorted(p for p in (self.files.local / SNAPSHOT_DIR).iterdir() if p.name.isdigit())
-        for old in snapshots[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
 
     # -- disk ----------------------------------------------------------------------------------
     def compact_tables(self) -> None:
-        """Merge the small fragments that each batch's write leaves, and rewrite fragments whose
-        rows are mostly deleted (LanceDB ``optimize``), pruning nothing: run before publishing, so
-        that the manifest names the compacted versions and the versions it replaces can go."""
+        """Compact every table (LanceDB ``optimize``, pruning nothing: small fragments merged,
+        mostly-deleted ones rewritten) before publishing, so that the manifest names compacted
+        versions. The cleanup after publishing goes through ``optimize`` too (the only pruning
+        LanceDB offers without pylance), which compacts whatever it finds: compacting here leaves it
+        nothing to rewrite, so it adds no copy of a table beside the versions the manifests keep."""
         for name in TABLES:
             self.table(name).optimize(cleanup_older_than=KEEP_EVERYTHING)
 
     def clean_up(self, keep: int) -> dict[str, int]:
         """Delete every table version older than those the newest ``keep`` manifests name, with the
-        data files only they use, and the snapshots of older versions; returns the number of
-        versions deleted, by table.
+        data files only they use, the snapshots of every manifest but the latest and pinned ones,
+        and the raw-store files no kept version refers to; returns the number of versions deleted,
+        by table.
 
         Only the index's writer may call this (under its lease): files of an unfinished write look
         like garbage to a cleanup, and only the lease says there is none. A reader opened on one of
@@ -306,15 +306,10 @@ class IndexStore:
         kept = sorted(set(published[-keep:]) | (pinned_versions(self.files) & set(published)))
         oldest: dict[str, int] = {}
         for number in kept:
-            text = self.files.read_text(f"{MANIFEST_DIR}/{number:08d}.json")
-            try:
-                tables = json.loads(text or "")["tables"]
-            except (ValueError, KeyError, TypeError):
-                raise IndexConfigError(f"{self.root}/{MANIFEST_DIR}/{number:08d}.json is damaged, so the "
-                                       "table versions it needs are unknown: nothing was cleaned up. Move "
-                                       "the file aside if that version is not needed") from None
-            for name, table_version in tables.items():
+            for name, table_version in self._manifest_tables(number).items():
                 oldest[name] = min(oldest.get(name, table_version), table_version)
+        # no reader reads the embedding cache: only its latest version is kept
+        oldest["embeddings"] = self.table("embeddings").version
         freed: dict[str, int] = {}
         for name in TABLES:
             if name not in oldest:
@@ -333,11 +328,15 @@ class IndexStore:
             tbl.optimize(cleanup_older_than=timedelta(seconds=age + CLEANUP_MARGIN_S), delete_unverified=True)
             freed[name] = len(stamps) - len(tbl.list_versions())
         if self.files.local is not None and kept:
-            for old in sorted(p for p in (self.files.local / SNAPSHOT_DIR).glob("[0-9]*") if p.name.isdigit()):
-                if int(old.name) < kept[0]:
-                    import shutil
+            import shutil
 
+            # the latest manifest's and pinned ones': a reader of another kept manifest that has not
+            # mapped its snapshot yet loads its view from the tables
+            pinned = set(kept[:-1]) & pinned_versions(self.files)
+            for old in (self.files.local / SNAPSHOT_DIR).glob("[0-9]*"):
+                if old.name.isdigit() and int(old.name) not in {kept[-1], *pinned}:
                     shutil.rmtree(old, ignore_errors=True)
+        self.prune_raw([self._manifest_tables(number) for number in kept])
         return freed
 
     def compact(self, keep: int, run_id: str) -> dict:
@@ -373,6 +372,51 @@ class IndexStore:
                 result["snapshot"] = f"written again ({problem})"
         result["versions_deleted"] = sum(self.clean_up(keep).values())
         return result
+
+    def _manifest_tables(self, number: int) -> dict[str, int]:
+        text = self.files.read_text(f"{MANIFEST_DIR}/{number:08d}.json")
+        try:
+            return dict(json.loads(text or "")["tables"])
+        except (ValueError, KeyError, TypeError):
+            raise IndexConfigError(f"{self.root}/{MANIFEST_DIR}/{number:08d}.json is damaged, so the table "
+                                   "versions it needs are unknown: nothing more was cleaned up. Move the file "
+                                   "aside if that version is not needed") from None
+
+    def prune_raw(self, versions: list[dict[str, int]]) -> int:
+        """Delete raw-store files that no table version in ``versions`` refers to (a page's bytes
+        in ``fetches``, a picture's or video's in ``components``), nor the tables' latest versions;
+        returns how many. Keyframe and caption bytes a cache names are fetched or decoded again if
+        a later run needs them. Only the writer calls this, under its lease, after publishing."""
+        referenced: set[str] = set()
+        for tables in [*versions, {}]:
+            for name, columns in (("fetches", ["raw_key"]), ("components", ["image_key", "video_key"])):
+                tbl = self.table(name)
+                if name in tables:
+                    tbl.checkout(tables[name])
+                data = tbl.search().select(columns).limit(None).to_arrow()
+                for column in columns:
+                    referenced.update(k for k in data.column(column).to_pylist() if k)
+        removed = 0
+        for rel in self._raw_files():
+            name = rel.rsplit("/", 1)[-1]
+            if name not in referenced and not name.startswith(".tmp-"):
+                self.files.delete(rel)
+                removed += 1
+                if self.files.local is not None:
+                    with contextlib.suppress(OSError):  # a folder still holding other keys stays
+                        (self.files.local / rel).parent.rmdir()
+        return removed
+
+    def _raw_files(self) -> list[str]:
+        """Paths (relative to the root) of every file in the raw store."""
+        if self.files.local is not None:
+            root = self.files.local
+            return [str(p.relative_to(root)) for p in (root / "raw").glob("*/*")]
+        from pyarrow import fs
+
+        base = self.files._base
+        infos = self.files._fs.get_file_info(fs.FileSelector(f"{base}/raw", recursive=True, allow_not_found=True))
+        return [i.path[len(base) + 1:] for i in infos if i.type == fs.FileType.File]
 
     # -- manifests -----------------------------------------------------------------------------
     def manifest_versions(self) -> list[int]:
