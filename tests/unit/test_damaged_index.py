@@ -1,7 +1,7 @@
 """Readers that fail clearly (issue 28): every damaged or missing file on the read path is an
-``IndexOpenError`` naming the file and the fix, a damaged snapshot is rebuilt from the tables, and a
-table version cleaned up under a pinned reader says so. Real indexes (``bench.synthetic``) copied per
-case and damaged on disk."""
+``IndexOpenError`` naming the file and the fix, a damaged snapshot is rebuilt from the tables, a
+table version cleaned up under a pinned reader says so, and a query's full-text part is bounded
+in terms. Real indexes (``bench.synthetic``) copied per case and damaged on disk."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import laminae
 from bench.synthetic import make_synthetic_index
 from laminae.graph import snapshot_problem
+from laminae.index import MAX_QUERY_TERMS, MAX_TERM_CHARS, STOP_WORDS, bounded_query, query_terms
 
 DIM = 16
 
@@ -220,3 +222,52 @@ def test_a_table_version_cleaned_up_is_an_open_error_saying_so(tmp_path):
 
 def test_verify_passes_on_a_whole_index(copy):
     laminae.open(str(copy)).verify()
+
+
+# -- the full-text part of a query, bounded -----------------------------------------------------
+def test_query_terms_drop_repeats_and_stop_words_and_keep_the_longest():
+    assert query_terms("What is the Rye of the rye bread?") == ["rye", "bread"]
+    words = [f"w{i:03d}" for i in range(100)]
+    long = " ".join(words[:40] + ["sourdough", "a", "the"] + words[40:])
+    kept = query_terms(long)
+    assert len(kept) == MAX_QUERY_TERMS and "sourdough" in kept and kept == sorted(kept, key=long.index)
+    assert query_terms("x" * (MAX_TERM_CHARS + 1) + " " + " ".join(words), limit=3) == ["w000", "w001", "w002"]
+    assert bounded_query("what is rye bread") == "what is rye bread"  # a question is searched as it is
+    assert bounded_query(long) == " ".join(kept)
+
+
+def test_a_long_query_searches_its_longest_terms(built):
+    index = laminae.open(str(built), embed=lambda text: _query(len(text)))
+    fillers = [a + b + c for a in "bcdfg" for b in "aeiou" for c in "klmnp"]  # 125 words of 3 letters
+    text = " ".join(fillers[:60] + ["keyword10"] + fillers[60:])
+    assert len(text) > 500 and len(query_terms(text)) == MAX_QUERY_TERMS
+    hits = index.search(text, layer=2, k=3, mode="fts")
+    assert [h.text.split()[-1] for h in hits] == ["keyword10"]
+    assert index.retrieve(text, k=3) and index.search(text, layer=0, k=3)
+
+
+def test_stop_words_are_those_the_full_text_index_drops(tmp_path):
+    """Every word in ``STOP_WORDS`` finds nothing in a real full-text index built as builds build
+    it, so leaving them out of a query changes no result; words of ``MAX_TERM_CHARS`` are found,
+    longer ones are not."""
+    from laminae.schemas.tables import table_schemas
+    from laminae.tasks.storage.index_store import IndexStore
+
+    root = str(tmp_path / "index")
+    make_synthetic_index(root, documents=2, components_per_document=1, subcomponents_per_component=1, dim=DIM,
+                         seed=5, snapshot=False)
+    longest, too_long = "k" * MAX_TERM_CHARS, "q" * (MAX_TERM_CHARS + 1)
+    text = " ".join([*sorted(STOP_WORDS), "zebra", longest, too_long])
+    row = {"id": "dstop", "kind": "html", "url": "http://synthetic.test/stop", "title": "stop", "text": text,
+           "search_text": text, "vector": [0.25] * DIM}
+    schema = table_schemas(DIM)["documents"]
+    store = IndexStore(root)
+    store.table("documents").add(pa.Table.from_pylist([{f.name: row.get(f.name) for f in schema}], schema=schema))
+    store.build_text_indexes()
+    store.publish("stop-words", {})
+    index = laminae.open(root)
+    assert index.get(["dstop"])[0]["text"] == text
+    found = {word: [index.graph.layers[0].ids[r] for r, _ in index._fts(word, 0, 5, None, None)]
+             for word in [*STOP_WORDS, "zebra", longest, too_long]}
+    assert found.pop("zebra") == ["dstop"] and found.pop(longest) == ["dstop"] and found.pop(too_long) == []
+    assert {w: f for w, f in found.items() if f} == {}
