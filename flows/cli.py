@@ -167,8 +167,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    import laminae
+    from laminae.schemas.storage import MANIFEST_DIR, IndexFiles
     from laminae.tasks.report.run_report import write_report
 
+    if IndexFiles(args.index).exists(f"{MANIFEST_DIR}/LATEST"):  # published: damage is an error, not a page
+        laminae.open(args.index).verify()
     try:
         path = write_report(args.index, args.out)
     except FileNotFoundError as exc:
@@ -194,14 +198,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from laminae.flows.mcp_server import parse_http, serve
+        from laminae.flows.mcp_server import McpConfigError, check_access, limits, serve
     except ImportError as exc:
         print(f"error: `laminae mcp` needs the mcp extra: pip install 'laminae[mcp]' ({exc})", file=sys.stderr)
         return 2
-    if args.http:
-        parse_http(args.http)  # a bad address fails before the index is opened
-        print(f"serving {args.index} over MCP at http://{args.http}/mcp; Ctrl-C stops", file=sys.stderr)
-    serve(args.index, http=args.http, version=args.version, warm=not args.no_warm)
+    try:  # every setting is checked before the index is opened
+        access = check_access(args.http, args.allow_remote, args.token_file, args.allowed_host)
+        deadline, workers = limits(args.deadline, args.workers)
+    except McpConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    serve(args.index, access, version=args.version, warm=not args.no_warm, deadline=deadline, workers=workers)
     return 0
 
 
@@ -299,6 +306,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--version", type=int, help="manifest version to pin (default: the latest; the use_latest tool moves)")
     p.add_argument("--no-warm", action="store_true",
                    help="do not load the graph and the query model at start (the first question does)")
+    p.add_argument("--deadline", type=float, metavar="SECONDS",
+                   help="answer a tool call still running after SECONDS with a tool error (default "
+                   "$LAMINAE_MCP_DEADLINE or 30)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="tool calls read on N threads at once (default $LAMINAE_MCP_WORKERS or 4)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow --http on an address beyond loopback (needs a bearer token)")
+    p.add_argument("--token-file", metavar="PATH",
+                   help="file holding the bearer token every HTTP request must carry (or set $LAMINAE_MCP_TOKEN)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a Host name clients reach the HTTP server by, besides loopback and the bound address "
+                   "(repeatable)")
     p.set_defaults(func=cmd_mcp)
 
     args = parser.parse_args(argv)
@@ -318,10 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     from laminae.tasks.embed.embedders import EmbedderConfigError
     from laminae.tasks.nodes.objects import DetectorConfigError
     from laminae.tasks.storage.index_store import IndexConfigError
+    from laminae.vectors import SearchSettingError
 
     try:
         return args.func(args)
-    except (laminae.IndexOpenError, laminae.ReaderArgumentError, laminae.QueryModelError) as exc:
+    except (laminae.IndexOpenError, laminae.ReaderArgumentError, laminae.QueryModelError, SearchSettingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError,

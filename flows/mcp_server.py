@@ -7,24 +7,45 @@ header and rows, url, section path; pictures and object crops as image content),
 ``stats`` and ``use_latest``. Every tool is read-only; a bad argument or an unknown id is a tool
 error that says what is allowed, never a crash of the server. Transports: stdio (the default) or
 streamable HTTP (``--http HOST:PORT``, path ``/mcp``).
+
+Each tool call reads on one of a fixed set of worker threads (``Reads``), never on the event loop
+and under no lock, so clients do not wait for each other; a call still running at its deadline is
+answered with a tool error (its thread goes on until the read returns: threads cannot be killed;
+the fixed set bounds how many such reads run). Over HTTP, an address beyond loopback needs
+``--allow-remote`` and a bearer token (``LAMINAE_MCP_TOKEN`` or ``--token-file``), checked on
+every request (``BearerToken``); the SDK's Host/Origin check (DNS rebinding) is set for the bound
+address (``transport_security``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import hmac
+import ipaddress
 import json
 import logging
+import os
+import queue
+import socket
+import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
 import laminae
 from laminae.index import Hit
+from laminae.pins import ReaderPin
 from laminae.schemas.tables import COMPONENT_KINDS, DOCUMENT_KINDS, SUBCOMPONENT_KINDS
 from laminae.views import MAX_CHARS, MAX_ROWS, describe, hit_view, picture
 
@@ -34,6 +55,12 @@ T = TypeVar("T")
 MAX_K = 50  # hits in one page of results
 MAX_IDS = 20  # nodes one `get` returns
 MAX_PICTURES = 8  # images one `get` attaches
+DEFAULT_DEADLINE = 30.0  # seconds; the slowest allowed call on the demo index takes under 1 s (README)
+DEFAULT_WORKERS = 4  # reads running at once, abandoned ones included
+MAX_WAITING = 64  # calls waiting for a free worker; more are refused at once as busy
+DEADLINE_ENV, WORKERS_ENV, TOKEN_ENV = "LAMINAE_MCP_DEADLINE", "LAMINAE_MCP_WORKERS", "LAMINAE_MCP_TOKEN"
+MIN_TOKEN_CHARS = 16
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 INSTRUCTIONS = (
     "A laminae index: a layered graph of documents (layer 0, with summaries), their components "
     "(layer 1: paragraphs, tables, images) and subcomponents (layer 2: sentences, table rows with "
@@ -51,35 +78,170 @@ Ids = Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field
 Direction = Literal["out", "in", "both"]
 
 
-class Pinned:
-    """The index the server reads, pinned to one manifest; one lock serializes every read."""
+class McpConfigError(ValueError):
+    """A setting of ``laminae mcp`` that cannot be used; the message says what to do."""
 
-    def __init__(self, index: str, version: int | None = None) -> None:
-        self.root = index
-        self.lock = threading.Lock()
-        self.index = laminae.open(index, version=version)
 
-    def read(self, fn: Callable[[laminae.Index], T]) -> tuple[T, int]:
-        """``fn`` of the pinned index and that index's manifest version, read under one lock (so a
-        ``use_latest`` in between cannot pair one version's results with another's number)."""
-        with self.lock:
+@dataclass
+class _Job:
+    name: str
+    fn: Callable[[], Any]
+    future: Future = field(default_factory=Future)
+    started: float | None = None  # monotonic time a worker took it
+    abandoned: bool = False  # its caller stopped waiting (deadline, cancellation)
+
+
+class Reads:
+    """Tool calls run on ``workers`` daemon threads, each call waiting at most ``deadline`` seconds
+    (its wait for a free worker included).
+
+    Not anyio's ``to_thread.run_sync(abandon_on_cancel=True, limiter=...)``: anyio gives the
+    limiter's token back when the caller stops waiting, so reads abandoned at their deadline would
+    go on running outside the bound; here a worker is busy until its read returns, whoever waits.
+    A call whose deadline passes before a worker takes it never runs. The threads are daemons, so a
+    read stuck in I/O does not keep the process from exiting."""
+
+    def __init__(self, workers: int = DEFAULT_WORKERS, deadline: float = DEFAULT_DEADLINE,
+                 max_waiting: int = MAX_WAITING) -> None:
+        self.workers, self.deadline, self.max_admitted = workers, deadline, workers + max_waiting
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._admitted = 0  # calls queued or running, abandoned ones included
+        self._lock = threading.Lock()
+        for n in range(workers):
+            threading.Thread(target=self._work, name=f"laminae-mcp-read-{n}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if not job.future.set_running_or_notify_cancel():
+                continue  # its caller gave up before it started
+            job.started = time.monotonic()
             try:
-                return fn(self.index), self.index.version
-            except laminae.ReaderArgumentError as exc:  # its message says what is allowed
+                result = job.fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting call, which raises it
+                job.future.set_exception(exc)
+            else:
+                job.future.set_result(result)
+            if job.abandoned:
+                log.warning("%s, abandoned at the deadline, finished after %.1f s", job.name,
+                            time.monotonic() - job.started)
+
+    def _release(self, _: Future) -> None:
+        with self._lock:
+            self._admitted -= 1
+
+    async def run(self, name: str, fn: Callable[[], T]) -> T:
+        """``fn()`` on a worker; a tool error if the server is full or the deadline passes first."""
+        with self._lock:
+            if self._admitted >= self.max_admitted:
+                raise ToolError(f"the server is busy: {self._admitted} calls are running or waiting for one of "
+                                f"its {self.workers} workers; retry in a few seconds")
+            self._admitted += 1
+        job = _Job(name, fn)
+        job.future.add_done_callback(self._release)
+        asked = time.monotonic()
+        self._jobs.put(job)
+        try:
+            with anyio.move_on_after(self.deadline):
+                return await asyncio.wrap_future(job.future)
+        except anyio.get_cancelled_exc_class():  # the client cancelled, or the server stops
+            self._abandon(job)
+            raise
+        if job.future.done() and not job.future.cancelled():
+            return job.future.result()  # it finished as the deadline passed
+        if self._abandon(job):
+            raise ToolError(f"{name} waited {self.deadline:g} s (this server's deadline) for a free worker: "
+                            f"all {self.workers} are busy with other calls; retry later, or ask the server's "
+                            f"operator for more --workers")
+        ran = time.monotonic() - (job.started or asked)
+        log.warning("%s hit the %g s deadline after running %.1f s; its worker goes on until the read returns",
+                    name, self.deadline, ran)
+        raise ToolError(f"{name} hit this server's {self.deadline:g} s deadline (it ran {ran:.1f} s) and was "
+                        "abandoned: ask for less - a smaller k or beam, fewer iterations, fewer or shorter "
+                        "subqueries, fewer ids - or start the server with a longer --deadline")
+
+    @staticmethod
+    def _abandon(job: _Job) -> bool:
+        """Stop waiting for ``job``: True if it had not started (then it never will)."""
+        if job.future.cancel():
+            return True
+        job.abandoned = True
+        return False
+
+
+class Pinned:
+    """The index the server reads, pinned to one manifest until ``use_latest`` moves it.
+
+    Reads take no lock: a call takes one reference to the pinned ``laminae.Index`` and reads
+    everything, the manifest version it reports included, from that one object, so no answer can
+    mix two manifests; ``use_latest`` opens the newest one and swaps the reference (an attribute
+    assignment, atomic), and calls already running finish on the old one."""
+
+    def __init__(self, index: str, version: int | None = None, reads: Reads | None = None) -> None:
+        self.root = index
+        self.reads = reads or Reads()
+        self.index = laminae.open(index, version=version)
+        self.index.verify()  # every table version the manifest names is there: a damaged index fails now
+        self._pin = self._pin_version(self.index.version)
+        self._moving = threading.Lock()  # one use_latest at a time; reads never take it
+
+    def _pin_version(self, version: int) -> ReaderPin | None:
+        """A reader pin on ``version``, so that cleanups after refreshes keep its table versions."""
+        try:
+            return ReaderPin(self.root, version)
+        except OSError as exc:  # a read-only index: served all the same
+            log.warning("%s: manifest %d is not pinned (%s): once more than the kept number of newer manifests "
+                        "are published, its table versions may be cleaned up; use_latest moves to the newest",
+                        self.root, version, exc)
+            return None
+
+    def close(self) -> None:
+        """Remove this server's reader pin (once; later calls do nothing)."""
+        pin, self._pin = self._pin, None
+        if pin is not None:
+            pin.close()
+
+    async def read(self, name: str, fn: Callable[[laminae.Index], T]) -> T:
+        """``fn`` of the pinned index, on a worker under the deadline; a reader's error about the
+        arguments, the index or the query model is a tool error with its message."""
+        index = self.index
+
+        def call() -> T:
+            try:
+                return fn(index)
+            except (laminae.ReaderArgumentError, laminae.IndexOpenError, laminae.QueryModelError) as exc:
                 raise ToolError(str(exc)) from None
 
-    def use_latest(self) -> dict[str, int]:
-        with self.lock:
-            before = self.index.version
-            latest = laminae.open(self.root)
-            if latest.version != before:
-                self.index = latest
-            return {"previous_version": before, "manifest_version": self.index.version}
+        return await self.reads.run(name, call)
+
+    async def use_latest(self) -> dict[str, int]:
+        return await self.reads.run("use_latest", self._move)
+
+    def _move(self) -> dict[str, int]:
+        with self._moving:
+            before = self.index
+            try:
+                latest = laminae.open(self.root)
+                if latest.version != before.version:
+                    latest.verify()
+                    latest.graph  # noqa: B018 - loaded before the switch, so that no read waits for it
+                    self.index = latest
+                    if self._pin is None:
+                        self._pin = self._pin_version(latest.version)
+                    else:
+                        self._pin.move(latest.version)
+            except laminae.IndexOpenError as exc:
+                raise ToolError(f"{exc}; this server stays on manifest {before.version}") from None
+            return {"previous_version": before.version, "manifest_version": self.index.version}
 
     def warm(self) -> None:
         """Load the in-memory graph and the query model now, not on the first question."""
+        index, started = self.index, time.monotonic()
         try:
-            self.read(lambda ix: (ix.graph, ix.embed_query("warm up")))
+            index.graph  # noqa: B018 - the load is the point
+            index.embed_query("warm up")
+            log.info("warm: the graph and the query model of manifest %d loaded in %.1f s", index.version,
+                     time.monotonic() - started)
         except Exception as exc:  # noqa: BLE001 - a failing warm-up is reported by the first tool that needs it
             log.warning("warm-up of %s failed: %s", self.root, exc)
 
@@ -98,10 +260,9 @@ def _kinds_of_layer(kinds: list[str] | None, layer: int) -> list[str] | None:
     return kinds
 
 
-def build_server(index: str, version: int | None = None, warm: bool = True) -> MCPServer:
-    """The MCP server over ``index``; ``warm`` loads the graph and the query model in the
-    background so that the first question does not wait for them."""
-    pinned = Pinned(index, version)
+def build_server(pinned: Pinned, warm: bool = True) -> MCPServer:
+    """The MCP server over the ``pinned`` index; ``warm`` loads the graph and the query model in
+    the background so that the first question does not wait for them."""
     server = MCPServer(name="laminae", instructions=INSTRUCTIONS, version=_version())
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
@@ -109,23 +270,23 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
     tool = server.tool(annotations=read_only)
 
     @tool
-    def search(query: Query, layer: Literal[0, 1, 2] = 1, k: K = 10, offset: Offset = 0,
-               mode: Literal["auto", "dense", "fts", "hybrid"] = "auto", kinds: list[str] | None = None,
-               documents: Ids | None = None, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
+    async def search(query: Query, layer: Literal[0, 1, 2] = 1, k: K = 10, offset: Offset = 0,
+                     mode: Literal["auto", "dense", "fts", "hybrid"] = "auto", kinds: list[str] | None = None,
+                     documents: Ids | None = None, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
         """Search one layer: 0 documents, 1 components (paragraphs, tables, images, videos and their
         transcripts; keyframes are images with a time; the default and the best first move for a
         question), 2 subcomponents (sentences, table rows, objects).
         mode: auto (fused dense + full-text), dense, fts (BM25 words) or hybrid. kinds: e.g.
         ["table"] at layer 1, ["transcript"] for what is said in videos, ["row"] at layer 2. documents: restrict to these document ids."""
         kinds = _kinds_of_layer(kinds, layer)
-        hits, version = pinned.read(lambda ix: ix.search(query, layer=layer, k=offset + k, kinds=kinds,
-                                                         documents=documents, mode=mode))
-        return _page(hits, offset, k, max_chars, version)
+        return await pinned.read("search", lambda ix: _page(
+            ix.search(query, layer=layer, k=offset + k, kinds=kinds, documents=documents, mode=mode),
+            offset, k, max_chars, ix.version))
 
     @tool
-    def documents(query: Query, k: K = 10, offset: Offset = 0, granularity: Literal[0, 1, 2] = 0,
-                  scope: Literal["global", "local"] = "global", anchors: Ids | None = None,
-                  direction: Direction = "both", max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
+    async def documents(query: Query, k: K = 10, offset: Offset = 0, granularity: Literal[0, 1, 2] = 0,
+                        scope: Literal["global", "local"] = "global", anchors: Ids | None = None,
+                        direction: Direction = "both", max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
         """Rank documents for a question (FiF document hop). granularity: score a document by its
         own summary (0), its best component (1) or its best sentence/row (2). scope="local" with
         anchors (document or component ids) ranks only the documents linked from ("out"), linking
@@ -133,75 +294,82 @@ def build_server(index: str, version: int | None = None, warm: bool = True) -> M
         it links."""
         if scope == "local" and not anchors:
             raise ToolError("scope='local' needs anchors: document or component ids from earlier results")
-        hits, version = pinned.read(lambda ix: ix.documents(query, k=offset + k, granularity=granularity,
-                                                            scope=scope, anchors=anchors, direction=direction))
-        return _page(hits, offset, k, max_chars, version)
+        return await pinned.read("documents", lambda ix: _page(
+            ix.documents(query, k=offset + k, granularity=granularity, scope=scope, anchors=anchors,
+                         direction=direction),
+            offset, k, max_chars, ix.version))
 
     @tool
-    def components(query: Query, documents: Ids, k: K = 10, offset: Offset = 0,
-                   granularity: Literal[1, 2] = 2, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
+    async def components(query: Query, documents: Ids, k: K = 10, offset: Offset = 0,
+                         granularity: Literal[1, 2] = 2, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
         """Rank the components of the given documents for a question (FiF component hop):
         granularity 1 scores a component by its own text, 2 by its best sentence, row or object."""
-        hits, version = pinned.read(lambda ix: _known_documents(ix, documents).components(
-            query, documents, k=offset + k, granularity=granularity))
-        return _page(hits, offset, k, max_chars, version)
+        return await pinned.read("components", lambda ix: _page(
+            _known_documents(ix, documents).components(query, documents, k=offset + k, granularity=granularity),
+            offset, k, max_chars, ix.version))
 
     @tool
-    def beam_search(subqueries: Annotated[list[Query], Field(min_length=1, max_length=8)],
-                    beam: Annotated[int, Field(ge=1, le=200)] = 30,
-                    iterations: Annotated[int, Field(ge=0, le=3)] = 1, k: K = 10,
-                    max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
+    async def beam_search(subqueries: Annotated[list[Query], Field(min_length=1, max_length=8)],
+                          beam: Annotated[int, Field(ge=1, le=200)] = 30,
+                          iterations: Annotated[int, Field(ge=0, le=3)] = 1, k: K = 10,
+                          max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
         """LILaC beam search: split a multi-hop question into subqueries (one per fact); returns the
         components that best answer them together, following links between documents, and the
         best component pairs (edges)."""
-        result, version = pinned.read(lambda ix: ix.beam_search(subqueries, beam=beam, iterations=iterations, k=k))
-        return {"manifest_version": version,
-                "hits": [hit_view(h, max_chars) for h in result.components],
-                "edges": [{"a": a, "b": b, "score": round(s, 6)} for a, b, s in result.edges[:k]]}
+        def read(ix: laminae.Index) -> dict[str, Any]:
+            result = ix.beam_search(subqueries, beam=beam, iterations=iterations, k=k)
+            return {"manifest_version": ix.version,
+                    "hits": [hit_view(h, max_chars) for h in result.components],
+                    "edges": [{"a": a, "b": b, "score": round(s, 6)} for a, b, s in result.edges[:k]]}
+
+        return await pinned.read("beam_search", read)
 
     @tool
-    def get(ids: Ids, max_chars: MaxChars = MAX_CHARS,
-            max_rows: Annotated[int, Field(ge=0, le=200)] = MAX_ROWS,
-            images: bool = True) -> list[TextContent | ImageContent]:
+    async def get(ids: Ids, max_chars: MaxChars = MAX_CHARS,
+                  max_rows: Annotated[int, Field(ge=0, le=200)] = MAX_ROWS,
+                  images: bool = True) -> list[TextContent | ImageContent]:
         """Read nodes by id: text (cut at max_chars), document title, url and section path; a
         table's header and rows; a document's summary. With images=true, pictures and object crops
         follow as image content (at most 8)."""
-        (views, nodes, unknown), version = pinned.read(lambda ix: describe(ix, ids, max_chars, max_rows))
-        if not views:
-            raise ToolError(f"no node of manifest {version} has the id(s) {unknown}: "
-                            "use ids from search, documents, components or neighbors results")
-        payload = {"manifest_version": version, "nodes": views, "unknown_ids": unknown}
-        out: list[TextContent | ImageContent] = [TextContent(type="text", text=json.dumps(payload, default=str))]
-        if images:
-            for node in nodes:
-                found = picture(node)
-                if found and len(out) <= MAX_PICTURES:
-                    data, mime = found
-                    out.append(ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=mime,
-                                            meta={"node_id": node["id"]}))
-        return out
+        def read(ix: laminae.Index) -> list[TextContent | ImageContent]:
+            views, nodes, unknown = describe(ix, ids, max_chars, max_rows)
+            if not views:
+                raise ToolError(f"no node of manifest {ix.version} has the id(s) {unknown}: "
+                                "use ids from search, documents, components or neighbors results")
+            payload = {"manifest_version": ix.version, "nodes": views, "unknown_ids": unknown}
+            out: list[TextContent | ImageContent] = [TextContent(type="text", text=json.dumps(payload, default=str))]
+            if images:
+                for node in nodes:
+                    found = picture(node)
+                    if found and len(out) <= MAX_PICTURES:
+                        data, mime = found
+                        out.append(ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=mime,
+                                                meta={"node_id": node["id"]}))
+            return out
+
+        return await pinned.read("get", read)
 
     @tool
-    def neighbors(documents: Ids, direction: Direction = "out") -> dict[str, Any]:
+    async def neighbors(documents: Ids, direction: Direction = "out") -> dict[str, Any]:
         """Documents linked from ("out"), linking to ("in") or either ("both") these documents."""
-        def linked_documents(ix: laminae.Index) -> tuple[list[str], dict[str, dict]]:
+        def read(ix: laminae.Index) -> dict[str, Any]:
             linked = _known_documents(ix, documents).neighbors(documents, direction=direction)
-            return linked, {d["id"]: d for d in ix.get(linked[:MAX_K])}
+            titles = {d["id"]: d for d in ix.get(linked[:MAX_K])}
+            return {"manifest_version": ix.version, "total": len(linked),
+                    "documents": [{"id": d, "title": titles.get(d, {}).get("title"),
+                                   "url": titles.get(d, {}).get("url")} for d in linked[:MAX_K]]}
 
-        (linked, titles), version = pinned.read(linked_documents)
-        return {"manifest_version": version, "total": len(linked),
-                "documents": [{"id": d, "title": titles.get(d, {}).get("title"), "url": titles.get(d, {}).get("url")}
-                              for d in linked[:MAX_K]]}
+        return await pinned.read("neighbors", read)
 
     @tool
-    def stats() -> dict[str, Any]:
+    async def stats() -> dict[str, Any]:
         """Rows per layer and kind, edges, the embedder, the last build run and the manifest version."""
-        return pinned.read(lambda ix: ix.stats())[0]  # names its manifest_version itself
+        return await pinned.read("stats", lambda ix: ix.stats())  # names its manifest_version itself
 
     @tool
-    def use_latest() -> dict[str, int]:
+    async def use_latest() -> dict[str, int]:
         """Move this server to the index's newest manifest (a refresh published since it opened)."""
-        return pinned.use_latest()
+        return await pinned.use_latest()
 
     if warm:
         threading.Thread(target=pinned.warm, name="laminae-mcp-warm", daemon=True).start()
@@ -227,18 +395,211 @@ def _version() -> str:
 
 
 def parse_http(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` for ``--http``; a bare port means 127.0.0.1."""
+    """``HOST:PORT`` for ``--http`` (an IPv6 host in brackets: ``[::1]:8000``); a bare port means
+    127.0.0.1."""
     host, _, port = value.rpartition(":")
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8000); got {value!r}")
-    return host or "127.0.0.1", int(port)
+        raise McpConfigError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8000); got {value!r}")
+    return host.removeprefix("[").removesuffix("]") or "127.0.0.1", int(port)
 
 
-def serve(index: str, http: str | None = None, version: int | None = None, warm: bool = True) -> None:
-    """Serve ``index`` over stdio, or streamable HTTP at ``http`` (``HOST:PORT``, path ``/mcp``)."""
-    server = build_server(index, version, warm)
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bound address) is this machine only: 127.0.0.0/8, ::1 or localhost."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may reach an HTTP server: where it listens, the bearer token, the Host names it answers."""
+
+    host: str
+    port: int
+    token: str | None
+    allowed_hosts: tuple[str, ...]
+
+    @property
+    def remote(self) -> bool:
+        return not is_loopback(self.host)
+
+
+def check_access(http: str | None, allow_remote: bool = False, token_file: str | None = None,
+                 allowed_hosts: Sequence[str] = (), environ: Mapping[str, str] = os.environ) -> Access | None:
+    """The access rules of ``laminae mcp`` from its options, checked before the index is opened
+    (``None`` over stdio). Beyond loopback the server needs ``allow_remote`` and a token; the token
+    comes from ``$LAMINAE_MCP_TOKEN`` or ``token_file``, never from the command line (where any
+    user of the machine can read it in the process list)."""
     if http is None:
-        server.run("stdio")
+        used = [name for name, on in (("--allow-remote", allow_remote), ("--token-file", token_file),
+                                      ("--allowed-host", allowed_hosts)) if on]
+        if used:
+            raise McpConfigError(f"{', '.join(used)} {'is' if len(used) == 1 else 'are'} for --http only: over stdio the client starts the server "
+                                 "and nothing listens on the network")
+        return None
+    host, port = parse_http(http)
+    token = _token(token_file, environ)
+    access = Access(host, port, token, tuple(allowed_hosts))
+    if access.remote and not allow_remote:
+        raise McpConfigError(f"--http {http} serves the index beyond this machine: add --allow-remote and a bearer "
+                             f"token (${TOKEN_ENV} or --token-file PATH), or bind 127.0.0.1")
+    if access.remote and token is None:
+        raise McpConfigError(f"--http {http} with --allow-remote needs a bearer token: put one in ${TOKEN_ENV} or in "
+                             "a file named by --token-file (e.g. python -c \"import secrets; "
+                             "print(secrets.token_urlsafe(32))\")")
+    return access
+
+
+def _token(token_file: str | None, environ: Mapping[str, str]) -> str | None:
+    from_env = environ.get(TOKEN_ENV)
+    if token_file is not None and from_env is not None:
+        raise McpConfigError(f"a bearer token is set both in ${TOKEN_ENV} and by --token-file: keep one")
+    if token_file is not None:
+        try:
+            with open(token_file, encoding="utf-8") as f:
+                token, where = f.read().strip(), f"the token file {token_file}"
+        except (OSError, UnicodeDecodeError) as exc:
+            raise McpConfigError(f"--token-file {token_file} cannot be read ({exc}): name a file holding the token") \
+                from None
+    elif from_env is not None:
+        token, where = from_env.strip(), f"${TOKEN_ENV}"
     else:
-        host, port = parse_http(http)
-        server.run("streamable-http", host=host, port=port)
+        return None
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() or not c.isascii() for c in token):
+        raise McpConfigError(f"{where} holds no usable bearer token: use at least {MIN_TOKEN_CHARS} printable ASCII "
+                             "characters without spaces (e.g. python -c \"import secrets; "
+                             "print(secrets.token_urlsafe(32))\")")
+    return token
+
+
+def host_names(access: Access) -> list[str]:
+    """The names clients may reach the server by (its Host header, port aside): loopback, the bound
+    address (for 0.0.0.0 or ::, this machine's host names) and ``access.allowed_hosts``."""
+    names = [*LOOPBACK_NAMES]
+    if access.host in ("0.0.0.0", "::"):
+        names += [socket.gethostname(), socket.getfqdn()]
+    elif not is_loopback(access.host):
+        names.append(f"[{access.host}]" if ":" in access.host else access.host)
+    return list(dict.fromkeys(n for n in (*names, *access.allowed_hosts) if n))
+
+
+def transport_security(access: Access) -> TransportSecuritySettings:
+    """The SDK's Host and Origin checks (DNS rebinding) for a server bound to ``access.host``: the
+    ``host_names``, each on any port, over http or https (a TLS proxy in front). A request with another Host header gets 421, with
+    another Origin 403; a request without Origin (no browser) passes."""
+    names = host_names(access)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[h for n in names for h in (n, f"{n}:*")],
+        allowed_origins=[o for n in names for scheme in ("http", "https") for o in (f"{scheme}://{n}",
+                                                                                   f"{scheme}://{n}:*")])
+
+
+class BearerToken:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, compared
+    in constant time; others get 401 with ``WWW-Authenticate: Bearer``. Not the SDK's
+    ``TokenVerifier`` and ``AuthSettings``: those serve OAuth (an issuer URL is required) and guard
+    only the ``/mcp`` route; this is one shared secret on every path."""
+
+    def __init__(self, app: Callable, token: str) -> None:
+        self.app = app
+        self._token = token.encode("ascii")
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        presented = [v for k, v in scope.get("headers", []) if k == b"authorization"]
+        scheme, _, token = presented[0].partition(b" ") if len(presented) == 1 else (b"", b"", b"")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._token):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        challenge = 'Bearer realm="laminae"' + (', error="invalid_token"' if presented else "")
+        body = json.dumps({"error": "invalid_token" if presented else "unauthorized",
+                           "error_description": "this server needs Authorization: Bearer <its token>"}).encode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"www-authenticate", challenge.encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class OnShutdown:
+    """ASGI middleware: ``callback()`` once the app has shut down (the lifespan protocol)."""
+
+    def __init__(self, app: Callable, callback: Callable[[], None]) -> None:
+        self.app, self.callback = app, callback
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def sent(message: dict) -> None:
+            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
+                self.callback()
+            await send(message)
+
+        await self.app(scope, receive, sent)
+
+
+def serve(index: str, access: Access | None = None, version: int | None = None, warm: bool = True,
+          deadline: float = DEFAULT_DEADLINE, workers: int = DEFAULT_WORKERS) -> None:
+    """Serve ``index`` over stdio (``access`` None), or streamable HTTP at ``access.host``,
+    ``access.port`` (path ``/mcp``), every request checked against its token if it has one; each
+    call reads on one of ``workers`` threads and is answered within ``deadline`` seconds."""
+    pinned = Pinned(index, version, Reads(workers, deadline))
+    try:
+        _run(build_server(pinned, warm), pinned, access, deadline, workers)
+    finally:
+        pinned.close()
+
+
+def _run(server: MCPServer, pinned: Pinned, access: Access | None, deadline: float, workers: int) -> None:
+    if access is None:
+        server.run("stdio")
+        return
+    import uvicorn
+
+    index = pinned.root
+    url = f"http://{f'[{access.host}]' if ':' in access.host else access.host}:{access.port}/mcp"
+    if access.remote:
+        print(f"warning: serving {index} to the network at {url}: every request must carry the bearer token, which "
+              "plain HTTP sends in clear (put a TLS proxy in front beyond a trusted network); Host names answered: "
+              f"{', '.join(host_names(access))} (more with --allowed-host)", file=sys.stderr)
+    print(f"serving {index} over MCP at {url} (deadline {deadline:g} s, {workers} workers"
+          f"{', bearer token required' if access.token else ''}); Ctrl-C stops", file=sys.stderr)
+
+    app = server.streamable_http_app(host=access.host, transport_security=transport_security(access))
+    if access.token is not None:
+        app = BearerToken(app, access.token)
+    # uvicorn ends a server stopped by a signal by raising the signal again once it has shut down,
+    # so the process ends before a `finally` of ours: the pin is removed at the app's shutdown
+    app = OnShutdown(app, pinned.close)
+    config = uvicorn.Config(app, host=access.host, port=access.port, log_level=server.settings.log_level.lower())
+    anyio.run(uvicorn.Server(config).serve)
+
+
+def limits(deadline: float | None = None, workers: int | None = None,
+           environ: Mapping[str, str] = os.environ) -> tuple[float, int]:
+    """(deadline seconds, workers) from the options, else ``$LAMINAE_MCP_DEADLINE`` and
+    ``$LAMINAE_MCP_WORKERS``, else the defaults; a value out of range is an ``McpConfigError``."""
+    def pick(value: float | None, env: str, option: str, default: float, kind: type, lo: float, hi: float) -> Any:
+        if value is None and environ.get(env, "").strip():
+            try:
+                value = kind(environ[env])
+            except ValueError:
+                raise McpConfigError(f"${env}={environ[env]!r} is not a number: set it to {lo:g} to {hi:g}") from None
+        if value is None:
+            return default
+        if not lo <= value <= hi:
+            raise McpConfigError(f"{option} {value:g} is out of range: use {lo:g} to {hi:g}")
+        return value
+
+    return (pick(deadline, DEADLINE_ENV, "--deadline", DEFAULT_DEADLINE, float, 0.1, 3600),
+            pick(workers, WORKERS_ENV, "--workers", DEFAULT_WORKERS, int, 1, 64))
