@@ -94,12 +94,22 @@ def _merged_settings(overrides: dict):
     return BuildSettings(**base)
 
 
-def _run_build(seeds: str, index: str, follow_links: int, overrides: dict, reembed: bool = False) -> dict:
+def _run_build(seeds: str, index: str, follow_links: int, overrides: dict, reembed: bool = False,
+               wait: float | None = None) -> dict:
     from laminae.flows.build import build_index
 
     settings = _merged_settings(overrides)
-    return build_index(seeds=seeds, index=index, follow_links=follow_links, settings=settings.model_dump(),
-                       reembed=reembed)
+    with _lease(index, "laminae build", wait):
+        return build_index(seeds=seeds, index=index, follow_links=follow_links, settings=settings.model_dump(),
+                           reembed=reembed)
+
+
+def _lease(index: str, command: str, wait: float | None):
+    """The index's writer lease, taken here so that a second writer fails (or waits) before Prefect
+    starts; the flow takes it again (re-entrant in one process) and names its run."""
+    from laminae.tasks.storage.lease import writer_lease
+
+    return writer_lease(index, None, command, wait)
 
 
 def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
@@ -126,7 +136,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from laminae.tasks.crawl.seeds import read_seeds
 
     read_seeds(args.seeds)  # fail on a bad seeds file before Prefect starts
-    summary = _run_build(args.seeds, args.index, args.follow_links, _settings(args), args.reembed)
+    summary = _run_build(args.seeds, args.index, args.follow_links, _settings(args), args.reembed, args.wait)
     return _finish(summary, args.index, args)
 
 
@@ -136,11 +146,28 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
     if args.seeds:
         read_seeds(args.seeds)
-    summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model, runner=_runner(args) or None)
+    with _lease(args.index, "laminae refresh", args.wait):
+        summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model, runner=_runner(args) or None)
     changes = summary.get("changes", {})
     print(f"refresh: {changes.get('unchanged', 0)} unchanged, {changes.get('changed', 0)} changed, "
           f"{changes.get('added', 0)} added, {changes.get('removed', 0)} removed; {summary['embedded']} embedded")
     return _finish(summary, args.index, args)
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from laminae.tasks.config import BuildSettings
+    from laminae.tasks.storage.index_store import IndexStore
+
+    keep = args.keep if args.keep is not None else BuildSettings().keep_manifests
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-compact"
+    with _lease(args.index, "laminae compact", args.wait):
+        result = IndexStore(args.index).compact(keep, run_id)
+    print(f"index {args.index}: manifest {result['manifest_version']}"
+          f"{' published (compacted tables)' if result['published'] else ''}; snapshot {result['snapshot']}; "
+          f"{result['versions_deleted']} table versions older than the newest {keep} manifests deleted")
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -192,7 +219,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"serving the sample site ({site.directory}) at {site.base_url}; building {index}", file=sys.stderr)
         overrides = _settings(args)
         overrides.setdefault("crawl", {})["respect_robots"] = True
-        summary = _run_build(str(seeds), index, args.follow_links, overrides)
+        summary = _run_build(str(seeds), index, args.follow_links, overrides, wait=args.wait)
     return _finish(summary, index, args)
 
 
@@ -228,6 +255,13 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
     _add_progress_option(p)
+    _add_wait_option(p)
+
+
+def _add_wait_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", nargs="?", type=float, const=float("inf"), metavar="SECONDS",
+                   help="when another build or refresh is writing the index, wait for it (as long as it "
+                        "takes, or SECONDS) instead of exiting with status 2")
 
 
 def _add_runner_options(p: argparse.ArgumentParser) -> None:
@@ -270,7 +304,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
     _add_progress_option(p)
     _add_runner_options(p)
+    _add_wait_option(p)
     p.set_defaults(func=cmd_refresh)
+
+    p = sub.add_parser("compact", help="compact an index's tables and delete table versions older than the "
+                       "newest manifests (builds and refreshes do this after publishing)")
+    p.add_argument("--index", required=True, help="an index built with `laminae build`")
+    p.add_argument("--keep", type=int, metavar="N",
+                   help="manifests whose table versions are kept (default: LAMINAE_KEEP_MANIFESTS, 2)")
+    _add_wait_option(p)
+    p.set_defaults(func=cmd_compact)
 
     p = sub.add_parser("serve", help="refresh an index on a cron schedule (Prefect serve on this machine)")
     p.add_argument("--index", required=True, help="an index built with `laminae build`")

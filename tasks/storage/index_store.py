@@ -48,6 +48,17 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def s3_object(root: str, rel: str):
+    """(boto3 client, bucket, key) of file ``rel`` of the index at ``s3://bucket/prefix``: the
+    conditional writes (If-None-Match, If-Match) pyarrow's S3 file system does not offer."""
+    import boto3
+
+    bucket, _, prefix = root.removeprefix("s3://").partition("/")
+    options = storage_options(root) or {}
+    client = boto3.client("s3", endpoint_url=options.get("endpoint"), region_name=options.get("region"))
+    return client, bucket, f"{prefix.rstrip('/')}/{rel}".lstrip("/")
+
+
 class IndexStore:
     """One index directory opened for writing."""
 
@@ -472,15 +483,11 @@ class IndexStore:
                 Path(tmp).unlink(missing_ok=True)
             return
         if self.root.startswith("s3://"):
-            import boto3
             from botocore.exceptions import ClientError
 
-            bucket, _, prefix = self.root.removeprefix("s3://").partition("/")
-            options = storage_options(self.root) or {}
-            client = boto3.client("s3", endpoint_url=options.get("endpoint"), region_name=options.get("region"))
+            client, bucket, key = s3_object(self.root, rel)
             try:
-                client.put_object(Bucket=bucket, Key=f"{prefix.rstrip('/')}/{rel}".lstrip("/"), Body=data,
-                                  IfNoneMatch="*")
+                client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") == "PreconditionFailed":
                     raise taken from None

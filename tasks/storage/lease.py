@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from laminae.schemas.storage import is_remote
-from laminae.tasks.storage.index_store import IndexConfigError
+from laminae.tasks.storage.index_store import IndexConfigError, s3_object
 
 log = logging.getLogger("laminae.lease")
 
@@ -131,14 +131,7 @@ class _LocalLock:
 
 class _S3Lock:
     def __init__(self, root: str) -> None:
-        import boto3
-
-        from laminae.schemas.storage import storage_options
-
-        bucket, _, prefix = root.removeprefix("s3://").partition("/")
-        self.bucket, self.key = bucket, f"{prefix.rstrip('/')}/{LEASE_FILE}".lstrip("/")
-        options = storage_options(root) or {}
-        self.client = boto3.client("s3", endpoint_url=options.get("endpoint"), region_name=options.get("region"))
+        self.client, self.bucket, self.key = s3_object(root, LEASE_FILE)
         self.ttl = lease_ttl()
         self.etag: str | None = None
         self.lost: str | None = None
