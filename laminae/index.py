@@ -22,6 +22,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -606,8 +607,8 @@ class Index:
             raise ReaderArgumentError(f"ranking must be one of {', '.join(RANKINGS)}; got {ranking!r}")
         rows = self._rows(1, kinds, documents)
         rows = np.arange(len(self.graph.layers[1].ids)) if rows is None else rows
-        fused_rows, fused, similarity = self._fused_components(query, self._query_vector(query), rows, documents,
-                                                               granularity=2, learned=ranking == "learned")
+        fused_rows, fused, similarity = self._fused_components(query, None, rows, documents, granularity=2,
+                                                               learned=ranking == "learned")
         return self._with_similarity(self._hits(1, fused_rows, fused, k), rows, similarity)
 
     def _with_similarity(self, hits: list[Hit], rows: np.ndarray, similarity: np.ndarray) -> list[Hit]:
@@ -618,12 +619,13 @@ class Index:
             hit.extra["similarity"] = float(by_row[comps.position[hit.id]])
         return hits
 
-    def _fused_components(self, query, q: np.ndarray, rows: np.ndarray, documents, granularity: int,
+    def _fused_components(self, query, q: np.ndarray | None, rows: np.ndarray, documents, granularity: int,
                           learned: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``retrieve``'s fusion over component ``rows``: (fused rows best first, their fused scores,
         the dense similarity of every row of ``rows``). Granularity 2 scores a component by its
         subcomponents (dense max, BM25 over layer 2); granularity 1 by its own vector and text.
-        ``q`` is the query's vector. A text ``query`` adds the full-text and term-coverage
+        ``q`` is the query's vector (None: embedded here, while the term-coverage lookups, sent
+        first, run). A text ``query`` adds the full-text and term-coverage
         rankings; at granularity 2 every component found by any ranking is then scored by the
         learned fusion (``laminae.fusion``) unless ``learned`` is False; elsewhere by reciprocal
         rank fusion."""
@@ -638,13 +640,15 @@ class Index:
         order = np.lexsort((ev.rows, -probability))
         return ev.rows[order], probability[order], similarity
 
-    def _fusion_evidence(self, query, q: np.ndarray, rows: np.ndarray, documents, granularity: int):
+    def _fusion_evidence(self, query, q: np.ndarray | None, rows: np.ndarray, documents, granularity: int):
         """The rankings ``_fused_components`` fuses, and for a text query at granularity 2 the
         ``fusion.Evidence`` of every component they hold (None otherwise); None when ``rows`` is
         empty. Returns (rankings, evidence, dense similarity of every row of ``rows``)."""
         comps = self.graph.layers[1]
         if len(rows) == 0:
             return None
+        lookups = self._coverage_lookups(query) if isinstance(query, str) else None  # they run meanwhile
+        q = self._query_vector(query) if q is None else q
         similarity = (self.component_query_max(q[None, :], rows)[:, 0] if granularity == 2
                       else self._dense(1, rows, q))
         kinds = comps.kinds[rows]
@@ -655,10 +659,10 @@ class Index:
             allowed = set(rows.tolist())
             lists.append(np.array([r for r, _ in self._fts(query, 1, FUSION_DEPTH, None, documents)
                                    if r in allowed], dtype=np.int64))
-            lists.append(self._term_coverage(query, rows)[0])
+            lists.append(self._term_coverage(query, rows, lookups)[0])
             return lists, None, similarity
         bm25_rows, bm25 = self._fts_components(query, rows, documents)
-        coverage_rows, coverage, coverage_total = self._term_coverage(query, rows)
+        coverage_rows, coverage, coverage_total = self._term_coverage(query, rows, lookups)
         candidates = np.array(sorted(set(np.concatenate([*lists, bm25_rows, coverage_rows]).tolist())),
                               dtype=np.int64)
         by_row = np.empty(len(comps.ids), dtype=np.float32)
@@ -694,7 +698,14 @@ class Index:
         order = sorted(scored, key=lambda c: (-scored[c], c))
         return np.array(order, dtype=np.int64), np.array([scored[c] for c in order], dtype=np.float64)
 
-    def _term_coverage(self, text: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    def _coverage_lookups(self, text: str) -> Callable[[], list[list[tuple[int, float]]]]:
+        """Send term coverage's full-text lookups (``_sent_each``); the function returned waits for them."""
+        depth = max(COVERAGE_DEPTH, len(self.graph.layers[1].ids) // 10)
+        return self._sent_each(query_terms(text), 1, depth)
+
+    def _term_coverage(self, text: str, rows: np.ndarray,
+                       lookups: Callable[[], list[list[tuple[int, float]]]] | None = None,
+                       ) -> tuple[np.ndarray, np.ndarray, float]:
         """Component rows ranked by how much of the question's vocabulary they hold anywhere in
         their search text (title, section, caption and every sentence or row): the sum of the idf
         of the question's terms they contain, with no term frequency and no length normalization,
@@ -703,16 +714,15 @@ class Index:
         words); a term in more than ``max(COVERAGE_DEPTH, components / 10)`` components counts
         for its best-matching ones only, with the idf of that many. The question's terms are
         ``query_terms``: at most ``MAX_QUERY_TERMS``, one full-text query each, sent at once
-        (``_fts_each``). Returns (the ranking, the coverage of every component, the summed idf of
-        the terms found in any component)."""
+        (``_coverage_lookups``, or ``lookups`` sent earlier). Returns (the ranking, the coverage of
+        every component, the summed idf of the terms found in any component)."""
         comps = self.graph.layers[1]
         n = len(comps.ids)
         score = np.zeros(n, np.float64)
         if n == 0:
             return np.zeros(0, np.int64), score, 0.0
-        depth = max(COVERAGE_DEPTH, n // 10)
         total = 0.0
-        for found in self._fts_each(query_terms(text), 1, depth):
+        for found in (lookups or self._coverage_lookups(text))():
             if found:
                 idf = math.log((n + 1) / (len(found) + 0.5))
                 score[[r for r, _ in found]] += idf
@@ -755,12 +765,14 @@ class Index:
                                                           data.column("_score").to_pylist(), strict=True)
                 if i in position]
 
-    def _fts_each(self, terms: Sequence[str], layer: int, k: int) -> list[list[tuple[int, float]]]:
-        """``_fts`` of each term alone (no filter), the queries sent at once through LanceDB's async
-        API on the reader's event loop (``_LOOP``): through the synchronous API each query waits
-        for its own round trips (1.8 ms a term on the demo index, 0.9 ms this way)."""
+    def _sent_each(self, terms: Sequence[str], layer: int, k: int) -> Callable[[], list[list[tuple[int, float]]]]:
+        """Send ``_fts`` of each term alone (no filter), all at once, through LanceDB's async API on
+        the reader's event loop (``_LOOP``: through the synchronous API each query waits for its
+        own round trips, 1.8 ms a term on the demo index against 0.9 ms this way); returns the
+        function that waits for their answers, so that the caller can work meanwhile (``retrieve``
+        embeds the query)."""
         if not terms:
-            return []
+            return list
         name = NODE_TABLES[layer]
         column = self._fts_column(layer)
         tbl = self._async_table(name)
@@ -769,12 +781,18 @@ class Index:
             return await asyncio.gather(*(tbl.query().nearest_to_text(term, columns=column)
                                           .select(["id", "_score"]).limit(k).to_arrow() for term in terms))
 
-        with self._reading(name):
-            try:
-                found = _LOOP.run(every())
-            except (ValueError, RuntimeError) as exc:
-                raise RuntimeError(f"full-text search needs the index built by laminae >= 0.1 ({exc})") from None
-        return [self._fts_rows(layer, data) for data in found]
+        sent = _LOOP.submit(every())
+
+        def answers() -> list[list[tuple[int, float]]]:
+            with self._reading(name):
+                try:
+                    found = sent.result()
+                except (ValueError, RuntimeError) as exc:
+                    raise RuntimeError(f"full-text search needs the index built by laminae >= 0.1 ({exc})") \
+                        from None
+            return [self._fts_rows(layer, data) for data in found]
+
+        return answers
 
     def _async_table(self, name: str):
         """Table ``name`` at this manifest's version through LanceDB's async API (opened once)."""
@@ -899,7 +917,7 @@ class Index:
             raise ReaderArgumentError("components() scores with mode dense, hybrid or auto")
         rows = self._rows(1, None, documents)
         if mode != "dense":
-            fused_rows, fused, similarity = self._fused_components(query, self._query_vector(query), rows, documents,
+            fused_rows, fused, similarity = self._fused_components(query, None, rows, documents,
                                                                    granularity)
             return self._with_similarity(self._hits(1, fused_rows, fused, k), rows, similarity)
         q = self._query_vector(query)
@@ -1048,14 +1066,18 @@ class _EventLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pid = 0
 
-    def run(self, coroutine: Coroutine):
+    def submit(self, coroutine: Coroutine) -> Future:
+        """Start ``coroutine`` on the loop; its result comes through the future returned."""
         with self._lock:
             if self._loop is None or self._pid != os.getpid():
                 loop = asyncio.new_event_loop()
                 threading.Thread(target=loop.run_forever, name="laminae-reader-loop", daemon=True).start()
                 self._loop, self._pid = loop, os.getpid()
             loop = self._loop
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+        return asyncio.run_coroutine_threadsafe(coroutine, loop)
+
+    def run(self, coroutine: Coroutine):
+        return self.submit(coroutine).result()
 
 
 _LOOP = _EventLoop()
