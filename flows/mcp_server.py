@@ -99,7 +99,8 @@ class Reads:
     limiter's token back when the caller stops waiting, so reads abandoned at their deadline would
     go on running outside the bound; here a worker is busy until its read returns, whoever waits.
     A call whose deadline passes before a worker takes it never runs. The threads are daemons, so a
-    read stuck in I/O does not keep the process from exiting."""
+    read stuck in I/O does not keep the process from exiting. Calls wait with
+    ``asyncio.wrap_future``: the SDK runs its servers on anyio's asyncio backend."""
 
     def __init__(self, workers: int = DEFAULT_WORKERS, deadline: float = DEFAULT_DEADLINE,
                  max_waiting: int = MAX_WAITING) -> None:
@@ -198,8 +199,12 @@ class Pinned:
     def close(self) -> None:
         """Remove this server's reader pin (once; later calls do nothing)."""
         pin, self._pin = self._pin, None
-        if pin is not None:
+        if pin is None:
+            return
+        try:
             pin.close()
+        except OSError as exc:  # storage unreachable as the server stops: the pin expires by itself
+            log.warning("%s: reader pin %s not removed (%s); it expires after %g s", self.root, pin.name, exc, pin.ttl)
 
     async def read(self, name: str, fn: Callable[[laminae.Index], T]) -> T:
         """``fn`` of the pinned index, on a worker under the deadline; a reader's error about the
