@@ -152,13 +152,14 @@ def _tag(el: etree._Element) -> str:
 
 
 def _is_chrome(el: etree._Element, tag: str, classes: frozenset[str]) -> bool:
-    """Navigation chrome by its class words, unless the element is a note or a docutils sidebar
-    (``.. sidebar::``, content with a title of its own)."""
+    """Navigation chrome by its class words: a block element (inline ones carry such words as
+    links of the content), not a section, a note or a docutils sidebar (``.. sidebar::``, content
+    with a title of its own)."""
     words = _class_words(classes)
     if not words & CHROME_WORDS:
         return False
-    if "admonition" in words or tag in HEADINGS or tag == "section":
-        return False
+    if tag not in BLOCK_TAGS or "admonition" in words or "title" in words or tag == "section":
+        return False  # a heading's "toc-backref" link is the heading's text; a sidebar's title is its own
     if "sidebar" in words and not (words & CHROME_WORDS - {"sidebar"}):
         first = next((c for c in el if isinstance(c.tag, str)), None)
         if first is not None and _classes(first) & {"sidebar-title", "title", "titlepage"}:
@@ -204,6 +205,19 @@ def _should_skip(el: etree._Element) -> bool:
     return bool(style and _DISPLAY_NONE.search(style)) or el.get("hidden") is not None
 
 
+_GRID_COLUMNS = {"two-column-summary": 2, "three-column-summary": 3, "four-column-summary": 4}
+
+
+def _grid_columns(el: etree._Element) -> int | None:
+    """Columns of a ``<div>`` grid table (Javadoc's ``summary-table three-column-summary``)."""
+    if _tag(el) != "div":
+        return None
+    classes = _classes(el)
+    if "summary-table" not in classes:
+        return None
+    return next((n for name, n in _GRID_COLUMNS.items() if name in classes), None)
+
+
 def _code_skip(el: etree._Element, tag: str) -> bool:
     """Inside a ``<pre>``: buttons, hidden text and line-number gutters (no chrome lives there)."""
     if tag in SKIP_TAGS:
@@ -218,9 +232,13 @@ def _code_skip(el: etree._Element, tag: str) -> bool:
 def _admonition_title(el: etree._Element) -> etree._Element | None | bool:
     """For a note, warning, tip... (by its class words): its title element (None when it has
     none); False for anything else."""
-    if _tag(el) not in ADMONITION_TAGS or not (_class_words(_classes(el)) & ADMONITION_WORDS):
+    if _tag(el) not in ADMONITION_TAGS:
         return False
+    words = _class_words(_classes(el))
     first = next((c for c in el if isinstance(c.tag, str) and not _should_skip(c)), None)
+    if not words & ADMONITION_WORDS and not (  # docutils' sidebar and topic have titles too
+            words & {"sidebar", "topic"} and first is not None and _classes(first) & {"sidebar-title", "topic-title"}):
+        return False
     if first is None:
         return None
     tag = _tag(first)
@@ -439,6 +457,10 @@ class HtmlParser:
             self.table(el)
         elif tag == "figure":
             self.figure(el)
+        elif (columns := _grid_columns(el)) is not None:
+            self.grid_table(el, columns)
+        elif "caption" in _classes(el) and (after := el.getnext()) is not None and _grid_columns(after):
+            pass  # the grid table's caption, read with it
         elif (title := _admonition_title(el)) is not False:
             self.admonition(el, title)
         else:
@@ -740,6 +762,30 @@ class HtmlParser:
         ))
 
     # -- tables --------------------------------------------------------------------------------
+    def grid_table(self, el: etree._Element, columns: int) -> None:
+        """A table laid out as a CSS grid of ``<div>`` cells (Javadoc's summary tables): its
+        ``table-header`` cells are the header, the others fill rows of ``columns`` cells."""
+        self.consumed.add(el)
+        cells = [c for c in el if _tag(c) == "div" and not _should_skip(c)]
+        grid: list[list[tuple[str, list[Link], bool] | None]] = []
+        in_head: list[bool] = []
+        for at in range(0, len(cells), columns):
+            row = []
+            for cell in cells[at:at + columns]:
+                tb = TextBuilder()
+                self.inline(cell, tb, with_tail=False)
+                text, links = tb.finish()
+                row.append((text, links, "table-header" in _classes(cell)))
+            row.extend([None] * (columns - len(row)))
+            grid.append(row)
+            in_head.append(all(c is not None and c[2] for c in row))
+        caption_el = el.getprevious()
+        caption = None
+        if caption_el is not None and "caption" in _classes(caption_el):
+            caption = self.plain_text(caption_el).strip() or None
+        if grid:
+            self._data_table(grid, in_head, caption)
+
     def table(self, el: etree._Element) -> None:
         if el in self.consumed:
             return

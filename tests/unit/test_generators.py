@@ -696,3 +696,12 @@ def test_coverage_counts_words_in_order():
     assert coverage.in_order_share(["x", "y"], []) == (0, 2)
     many = [f"w{i % 50}" for i in range(5000)]  # long, repetitive pages take the anchored path
     assert coverage.in_order_share(many, many[:2500] + ["gap"] + many[2500:]) == (5000, 5000)
+
+
+def test_javadoc_summary_grid_is_a_table():
+    parsed = _parse("javadoc")
+    (table,) = [c for c in parsed.components if c.kind == "table"]
+    assert table.header == ["Modifier and Type", "Method", "Description"]
+    assert table.rows == [["int", "size()", "Returns the size of this widget."],
+                          ["void", "resize(int size)", "Changes the size of this widget."]]
+    assert table.section_path[-1] == "Method Summary"

@@ -169,3 +169,79 @@ def test_page_without_content_has_no_components():
     parsed = parse_html(b"<html><head><title>x</title><script>render()</script></head><body><div id=app></div></body></html>",
                         "http://h.test/")
     assert parsed.components == []
+
+
+def test_content_named_like_chrome_stays():
+    """Chrome is found by class words on blocks and by whole ids off sections: a section whose id
+    is its title's slug, a heading's "toc-backref" link and a docutils sidebar are content."""
+    parsed = doc(
+        "<main><section id='sidebar'><h2>Sidebar</h2><p>About sidebars.</p></section>"
+        "<div class='section' id='footer'><h2><a class='toc-backref' href='#x'>Footers</a></h2><p>About footers.</p></div>"
+        "<aside class='sidebar'><p class='sidebar-title'>Aside</p><p>A docutils sidebar.</p></aside>"
+        "<div class='sphinxsidebar-like nav'><p>Chrome</p></div><div id='sidebar'><p>Chrome too</p></div></main>"
+    )
+    assert [(c.section_path, c.text) for c in parsed.components] == [
+        (["Sidebar"], "About sidebars."), (["Footers"], "About footers."),
+        (["Footers"], "Aside: A docutils sidebar."),
+    ]
+
+
+def test_reference_links_keep_their_text_and_permalinks_go():
+    parsed = doc("<main><h2>GIL<a class='headerlink' href='#gil'>¶</a></h2><p>Due to the <a class='reference "
+                 "internal' href='g.html#gil'><span>global interpreter lock</span></a>, one thread runs.</p></main>")
+    (comp,) = parsed.components
+    assert comp.text == "Due to the global interpreter lock, one thread runs." and comp.section_path == ["GIL"]
+    assert comp.text[comp.links[0].start:comp.links[0].end] == "global interpreter lock"
+
+
+def test_long_paragraph_is_cut_at_sentence_ends():
+    sentence = "This sentence is one of many in a very long paragraph about bread. "
+    parsed = doc(f"<main><p>{sentence * 100}<a href='/x'>link</a>.</p></main>")
+    assert len(parsed.components) > 1
+    assert all(len(c.text) <= 4000 and c.text.endswith(".") for c in parsed.components)
+    assert " ".join(c.text for c in parsed.components) == (sentence * 100).strip() + " link."
+    last = parsed.components[-1]
+    assert [last.text[lk.start:lk.end] for lk in last.links] == ["link"]
+
+
+def test_long_list_is_cut_into_chunks_of_items():
+    items = "".join(f"<li>Item {i} says something about loaves and their crusts.</li>" for i in range(120))
+    parsed = doc(f"<main><ul>{items}<ul><li>Nested straight in the list</li></ul></ul></main>")
+    assert len(parsed.components) > 1 and all(len(c.text) <= 2000 for c in parsed.components)
+    segments = [c.text[s:e] for c in parsed.components for s, e in c.segments]
+    assert segments[0] == "Item 0 says something about loaves and their crusts."
+    assert segments[-1] == "Nested straight in the list" and len(segments) == 121
+
+
+def test_code_block_keeps_lines_and_links():
+    parsed = doc("<main><p>Run:</p><pre>\n<span class='gp'>$ </span>make <a href='/t'>test</a>   \n\n"
+                 "<span class='lineno'>2</span>echo done\u200b\n</pre></main>")
+    code = parsed.components[1]
+    assert code.kind == "code" and code.text == "$ make test\n\necho done"
+    assert [code.text[lk.start:lk.end] for lk in code.links] == ["test"]
+
+
+def test_definition_list_short_and_structured():
+    short = doc("<main><dl><dt>Crumb</dt><dd>The inside.</dd><dt>Crust</dt><dt>Rind</dt><dd>The outside.</dd></dl></main>")
+    (comp,) = short.components
+    assert comp.text == "Crumb: The inside.\nCrust, Rind: The outside."
+    assert [comp.text[s:e] for s, e in comp.segments] == ["Crumb: The inside.", "Crust, Rind: The outside."]
+    api = doc("<main><h2>API</h2><dl><dt>bake(loaf)</dt><dd><p>Bakes a loaf.</p><pre>bake(rye)</pre>"
+              "<p>Returns nothing.</p></dd></dl><p>After.</p></main>")
+    assert [(c.kind, c.section_path, c.text) for c in api.components] == [
+        ("paragraph", ["API", "bake(loaf)"], "bake(loaf): Bakes a loaf."),
+        ("code", ["API", "bake(loaf)"], "bake(rye)"),
+        ("paragraph", ["API", "bake(loaf)"], "Returns nothing."),
+        ("paragraph", ["API"], "After."),
+    ]
+
+
+def test_note_label_and_heading_stay_inside_the_note():
+    parsed = doc("<main><h2>Use</h2><div class='admonition warning'><p class='admonition-title'>Warning</p>"
+                 "<pre>rm -rf /</pre><p>Never.</p></div><div class='note'><h3 class='title'>Note</h3><p>Mind it.</p></div>"
+                 "<p>Then go on.</p></main>")
+    assert [(c.kind, c.section_path, c.text) for c in parsed.components] == [
+        ("paragraph", ["Use"], "Warning"), ("code", ["Use"], "rm -rf /"), ("paragraph", ["Use"], "Never."),
+        ("paragraph", ["Use"], "Note: Mind it."),
+        ("paragraph", ["Use"], "Then go on."),
+    ]
