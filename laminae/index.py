@@ -44,7 +44,7 @@ from laminae.schemas.storage import (
     snapshot_dir,
     storage_options,
 )
-from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES
+from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION
 from laminae.stats import table_stats
 from laminae.vectors import SEARCH_MODES, rescored_rows, shortlist_groups, spans
 
@@ -75,6 +75,9 @@ MAX_TERM_CHARS = 39  # the full-text index drops longer tokens (its max_token_le
 MODES = ("auto", "dense", "fts", "hybrid")
 RANKINGS = ("learned", "rrf")  # how retrieve orders what its rankings found
 VIEW_TABLES = (*NODE_TABLES, "edges")  # what the in-memory view (and its snapshot) is made of
+# every table the reader reads (stats adds errors); fetches, runs and the embedding cache are the
+# builder's, and the cleanup keeps only the newest version of the cache
+READ_TABLES = (*VIEW_TABLES, "errors")
 BOXED_KINDS = ("object", "text")  # subcomponents that are a box of their picture: get() cuts their crop
 
 
@@ -164,7 +167,8 @@ class Index:
             tbl = self._db.open_table(name)
         except (ValueError, FileNotFoundError, OSError, RuntimeError) as exc:
             raise IndexOpenError(
-                f"{self.root}: table {name!r} that manifest {self.version} names cannot be opened ({exc}): the "
+                f"{self.root}: table {name!r} that manifest {self.version} names cannot be opened "
+                f"({_first_line(exc)}): the "
                 f"index is damaged; rebuild it with `laminae build`") from None
         try:
             tbl.checkout(version)
@@ -180,12 +184,14 @@ class Index:
 
     def verify(self) -> None:
         """Check what ``laminae.open`` leaves for later because it costs a round trip per table: that
-        every table version the manifest names can still be checked out (a manifest older than the
-        kept ones loses its versions to a cleanup). ``IndexOpenError`` naming the table and the
-        fix otherwise. The MCP server calls this at start; a reader that skips it gets the same
-        error from its first read of such a table."""
-        for name in self.manifest["tables"]:
-            self.table(name)
+        the version of every table the reader reads (``READ_TABLES``) that the manifest names can
+        still be checked out (a manifest older than the kept ones loses its versions to a
+        cleanup). ``IndexOpenError`` naming the table and the fix otherwise. The MCP server calls
+        this at start; a reader that skips it gets the same error from its first read of such a
+        table."""
+        for name in READ_TABLES:
+            if name in self.manifest["tables"]:
+                self.table(name)
 
     @contextmanager
     def _reading(self, *names: str):
@@ -256,8 +262,9 @@ class Index:
 
     def stats(self) -> dict:
         """Rows per layer and kind, edges per kind, resolved links, and the build's run summary."""
-        with self._reading(*(name for name in TABLES if name in self.manifest["tables"])):
-            stats = table_stats({name: self.table(name) for name in TABLES if name in self.manifest["tables"]})
+        names = [name for name in READ_TABLES if name in self.manifest["tables"]]  # what table_stats reads
+        with self._reading(*names):
+            stats = table_stats({name: self.table(name) for name in names})
         stats["manifest_version"] = self.version
         stats["embedder"] = self.embedder
         stats["last_run"] = self.manifest.get("run")

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import lancedb
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -218,6 +219,32 @@ def test_a_table_version_cleaned_up_is_an_open_error_saying_so(tmp_path):
     latest = laminae.open(str(tmp_path / "index"))
     latest.verify()
     assert latest.stats()["documents"] == 8
+
+
+def test_a_kept_manifest_reads_though_the_embedding_cache_keeps_only_its_newest_version(tmp_path):
+    """The cleanup keeps the embedding cache's newest version only (no reader reads it): a reader of
+    an older kept manifest must neither check that table out nor verify it."""
+    from laminae.schemas.tables import table_schemas
+    from laminae.tasks.storage.index_store import CLEANUP_MARGIN_S, IndexStore
+
+    root = str(tmp_path / "index")
+    for seed in (1, 2):
+        make_synthetic_index(root, documents=4, components_per_document=2, subcomponents_per_component=2,
+                             dim=DIM, seed=seed)
+        cache = IndexStore(root).table("embeddings")  # a build's new cache rows: a newer cache version
+        cache.add(pa.Table.from_pylist([{"id": f"k{seed}", "model_id": "m", "vector": [0.5] * DIM}],
+                                       schema=table_schemas(DIM)["embeddings"]))
+        time.sleep(CLEANUP_MARGIN_S + 0.2)  # see _two_versions_first_cleaned
+    IndexStore(root).publish("after-the-cache-grew", {})  # manifest 3
+    IndexStore(root).clean_up(keep=2)
+    cached = json.loads((tmp_path / "index" / "_manifests" / "00000002.json").read_text())["tables"]["embeddings"]
+    with pytest.raises(ValueError, match="no longer exists"):  # the cache's version manifest 2 names is gone
+        lancedb.connect(root).open_table("embeddings").checkout(cached)
+    kept = laminae.open(root, version=2)
+    kept.verify()
+    assert kept.stats()["documents"] == 8 and kept.search("keyword0", layer=2, mode="fts")
+    with pytest.raises(laminae.IndexOpenError, match="no longer exists"):
+        laminae.open(root, version=1).verify()
 
 
 def test_verify_passes_on_a_whole_index(copy):
