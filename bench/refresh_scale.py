@@ -23,9 +23,12 @@ code ``laminae.flows.build.run_update`` calls, in its order:
   and new cache keys added;
 - prune: ``prune_embedding_cache`` with the default slack;
 - links: ``resolve_links``;
+- compact (not bookkeeping): ``IndexStore.compact_tables`` (LanceDB ``optimize``, nothing pruned);
 - text index (only when ``--stages`` names it): ``build_text_indexes``;
 - stats: ``table_stats``;
-- snapshot: ``IndexStore.publish`` then ``write_snapshot`` (the reader's view of the new version).
+- snapshot: ``IndexStore.publish`` then ``write_snapshot`` (the reader's view of the new version);
+- cleanup: ``IndexStore.clean_up`` with the default ``keep_manifests`` (table versions before the
+  kept manifests, old snapshots, unreferenced raw files), with the bytes on disk before and after.
 
 Prints per stage: wall seconds, RSS at its start (imports, index opened and, for the diff, the
 crawl's results built), peak RSS, and whether a bookkeeping stage (diff, prune, links) stays
@@ -61,7 +64,7 @@ from laminae.schemas.sql import sql_list  # noqa: E402
 from laminae.schemas.storage import MANIFEST_DIR  # noqa: E402
 from laminae.schemas.tables import NODE_TABLES, TABLES  # noqa: E402
 
-STAGES = ("diff", "write", "prune", "links", "text_index", "stats", "snapshot")
+STAGES = ("diff", "write", "prune", "links", "compact", "text_index", "stats", "snapshot", "cleanup")
 BOOKKEEPING = ("diff", "prune", "links")
 LIMIT_MB = 4096
 RUN_ID = "bench-refresh-scale"
@@ -262,6 +265,30 @@ def stage_links(index: str) -> tuple[dict, dict]:
     tick = time.perf_counter()
     links = resolve_links(store)
     return {"resolve_links": time.perf_counter() - tick}, {"start_mb": start_mb, **links}
+
+
+def stage_compact(index: str) -> tuple[dict, dict]:
+    store = _store(index)
+    start_mb = rss_mb()
+    tick = time.perf_counter()
+    store.compact_tables()
+    return {"compact_tables": time.perf_counter() - tick}, {"start_mb": start_mb}
+
+
+def _disk_gb(index: str) -> float:
+    return round(sum(f.stat().st_size for f in Path(index).rglob("*") if f.is_file()) / 1e9, 2)
+
+
+def stage_cleanup(index: str) -> tuple[dict, dict]:
+    from laminae.tasks.config import BuildSettings
+
+    store = _store(index)
+    start_mb, before = rss_mb(), _disk_gb(index)
+    tick = time.perf_counter()
+    deleted = store.clean_up(BuildSettings().keep_manifests)
+    return {"clean_up": time.perf_counter() - tick}, {"start_mb": start_mb, "disk_gb_before": before,
+                                                      "disk_gb_after": _disk_gb(index),
+                                                      "versions_deleted": sum(deleted.values())}
 
 
 def stage_text_index(index: str) -> tuple[dict, dict]:
