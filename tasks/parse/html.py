@@ -504,8 +504,14 @@ class HtmlParser:
             return
         self.consumed.add(el)
         text, links = self.code_text(el)
-        if text:
-            self.emit(Component("code", text, self.section_path(), links))
+        if len(text) <= MAX_COMPONENT_CHARS:
+            if text:
+                self.emit(Component("code", text, self.section_path(), links))
+            return
+        for start, end in _code_pieces(text, SPLIT_TARGET_CHARS):  # a whole module's source, say
+            piece_links = [Link(lk.url, lk.anchor, lk.start - start, min(lk.end, end) - start, lk.row)
+                           for lk in links if start <= lk.start < end]
+            self.emit(Component("code", text[start:end], self.section_path(), piece_links))
 
     def code_text(self, el: etree._Element) -> tuple[str, list[Link]]:
         parts: list[str] = []
@@ -1061,6 +1067,30 @@ def _clean_code(raw: str, links: list[Link]) -> tuple[str, list[Link]]:
         if end > start:
             moved.append(Link(lk.url, text[start:end].strip() or lk.anchor, start, end, lk.row))
     return text, moved
+
+
+def _code_pieces(text: str, size: int) -> list[tuple[int, int]]:
+    """Spans of whole lines of a long code block, cut at a blank line where one lies between
+    ``size / 4`` and ``size`` characters on, else at the last line end before ``size`` (a line
+    longer than that is a piece of its own); blank lines at a piece's ends left out."""
+    pieces: list[tuple[int, int]] = []
+    start = 0
+    while start < len(text):
+        if len(text) - start <= size:
+            end = len(text)
+        else:
+            window = text[start:start + size]
+            blank = window.rfind("\n\n")
+            end = start + (blank if blank >= size // 4 else window.rfind("\n"))
+            if end <= start:  # one line longer than size
+                nl = text.find("\n", start + 1)
+                end = len(text) if nl < 0 else nl
+        piece = text[start:end]
+        lead = len(piece) - len(piece.lstrip("\n"))
+        if piece.strip():
+            pieces.append((start + lead, start + len(piece.rstrip())))
+        start = end + 1
+    return pieces
 
 
 def _line_starts(lines: list[str]) -> list[int]:

@@ -245,3 +245,12 @@ def test_note_label_and_heading_stay_inside_the_note():
         ("paragraph", ["Use"], "Note: Mind it."),
         ("paragraph", ["Use"], "Then go on."),
     ]
+
+
+def test_long_code_block_is_cut_between_lines():
+    source = "\n".join(f"def step{i}(dough):\n    return dough + {i}\n" for i in range(300))
+    parsed = doc(f"<main><pre>{source}</pre></main>")
+    assert len(parsed.components) > 2
+    assert all(c.kind == "code" and len(c.text) <= 2000 for c in parsed.components)
+    assert all(c.text.startswith("def step") for c in parsed.components), "cut at blank lines, between functions"
+    assert "\n\n".join(c.text for c in parsed.components) == source.strip()
