@@ -58,6 +58,11 @@ COVERAGE_DEPTH = 1000  # at least this many components are read per question ter
 FRAME_BATCH = 65_536  # rows per batch a frame reads
 TERM = re.compile(r"\w+")
 MAX_QUERY_TERMS = 32  # distinct terms of a query the full-text part searches (query_terms)
+# characters of a query string that are embedded: the longest benchmark question has 311, and a
+# 2,000-character query embedded whole (256 tokens) cost 8-13x a question's embedding, so that it
+# alone took a search to 4x a question's time; the rest of a longer query still reaches the
+# full-text part (bounded by MAX_QUERY_TERMS)
+MAX_EMBEDDED_QUERY_CHARS = 400
 # The English stop words the full-text index drops (LanceDB's tokenizer, as
 # IndexStore.build_text_indexes configures it): a query for one of them finds nothing, so it is
 # never sent. tests/unit/test_damaged_index.py checks each against a real index.
@@ -383,7 +388,9 @@ class Index:
 
         One thread at a time: a Hugging Face fast tokenizer shared by threads fails ("Already
         borrowed"), and an ``embed=`` callable need not be thread-safe either; the lock covers only
-        this call (about 2 ms for a question, 26 ms for 2,000 characters with the default model)."""
+        this call (about 2 ms for a question, 26 ms for 2,000 characters with the default model).
+        Only a query's first ``MAX_EMBEDDED_QUERY_CHARS`` are embedded (``embedded_part``)."""
+        text = embedded_part(text)
         with self._embed_lock:
             if self._embed is None:
                 self._embed = self._load_embedder()
@@ -1156,6 +1163,16 @@ def _crop(image: bytes, bbox: list[float]) -> bytes | None:
         return crop_png(image, bbox)
     except ImportError:
         return None
+
+
+def embedded_part(text: str, limit: int = MAX_EMBEDDED_QUERY_CHARS) -> str:
+    """The part of a query string that is embedded: all of it up to ``limit`` characters, else its
+    first ``limit`` characters cut back to the last whole word."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = head.rfind(" ")
+    return head[:cut] if cut > limit // 2 else head
 
 
 def open_index(index_dir: str, version: int | None = None,

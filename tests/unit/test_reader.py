@@ -383,3 +383,22 @@ def test_frame_rejects_a_bad_layer_and_says_what_to_install(small, monkeypatch):
     monkeypatch.setitem(sys.modules, "polars", None)  # as without polars installed
     with pytest.raises(ImportError, match=r"laminae\[frames\]"):
         index.frame(1)
+
+
+def test_only_a_long_querys_head_is_embedded(small):
+    from laminae.index import MAX_EMBEDDED_QUERY_CHARS, embedded_part
+
+    seen: list[str] = []
+
+    def embed(text: str) -> np.ndarray:
+        seen.append(text)
+        return _query(3)
+
+    index = laminae.open(small[0].root, embed=embed)
+    question = "which ledger notes the delivery of batch seven"
+    words = " ".join(f"term{i}" for i in range(400))
+    index.embed_query(question)
+    index.embed_query(words)
+    assert seen[0] == question  # a question is embedded whole
+    assert len(seen[1]) <= MAX_EMBEDDED_QUERY_CHARS and words.startswith(seen[1])
+    assert seen[1] == embedded_part(words) and not seen[1].endswith(" ") and words[len(seen[1])] == " "
