@@ -280,15 +280,19 @@ class IndexStore:
 
         if self.files.local is None:
             return  # snapshots are memory-mapped files: local indexes only
+        from laminae.graph import snapshot_problem
+
+        target = snapshot_dir(str(self.root), version)
         source = snapshot_dir(str(self.root), same_as) if same_as else None
-        if source is not None and (source / "COMPLETE").exists():
-            target = snapshot_dir(str(self.root), version)
+        if source is not None and snapshot_problem(source) is None and not target.exists():
             tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-snapshot-"))
             for item in source.iterdir():
                 os.link(item, tmp / item.name)
             os.replace(tmp, target)
-        else:
-            laminae.open(str(self.root), version=version).save_snapshot()
+            return
+        opened = laminae.open(str(self.root), version=version)  # rebuilds a damaged one by itself
+        if snapshot_problem(target) is not None:
+            opened.save_snapshot()
 
     # -- disk ----------------------------------------------------------------------------------
     def compact_tables(self) -> None:
@@ -337,7 +341,8 @@ class IndexStore:
             stamp = stamps[oldest[name]]
             age = time.time() - stamp.timestamp()  # naive stamps are local time, as .timestamp() reads them
             tbl.optimize(cleanup_older_than=timedelta(seconds=age + CLEANUP_MARGIN_S), delete_unverified=True)
-            freed[name] = len(stamps) - len(tbl.list_versions())
+            left = {v["version"] for v in tbl.list_versions()}
+            freed[name] = sum(1 for v in stamps if v < oldest[name] and v not in left)
         if self.files.local is not None and kept:
             import shutil
 
