@@ -107,7 +107,7 @@ def _drop(el: etree._Element) -> bool:
     classes = set((el.get("class") or "").lower().split())
     if classes & DROP_CLASSES or (tag == "sup" and "reference" in classes) or (tag == "a" and "src" in classes):
         return True
-    if tag == "table" and "navbox" in classes or (el.get("id") or "").lower() == "toc":
+    if (el.get("id") or "").lower() == "toc":
         return True
     style = el.get("style")
     return el.get("hidden") is not None or bool(style and _DISPLAY_NONE.search(style))
@@ -241,7 +241,7 @@ def in_order_share(reference: list[str], found: list[str]) -> tuple[int, int]:
 
 def first_missed(reference: list[str], found: list[str], n: int = 12) -> str:
     """The first run of reference words the components lack (for a reader of the report)."""
-    blocks = SequenceMatcher(None, reference[:3000], found, autojunk=False).get_matching_blocks()
+    blocks = SequenceMatcher(None, reference[:3000], found[:6000], autojunk=False).get_matching_blocks()
     at = 0
     for m in blocks:
         if m.a > at:
@@ -282,11 +282,14 @@ def component_stream(components) -> Iterator[str]:
 
 def page_coverage(body: bytes, url: str) -> PageCoverage:
     """Coverage of one page's main-content words by the components laminae parses from it."""
-    reference, prose = main_content_words(body)
     try:
         parsed = parse_html(body, url)
     except ParseError as exc:
-        return PageCoverage(url, len(reference), 0, 0, error=str(exc))
+        return PageCoverage(url, 0, 0, 0, error=str(exc))
+    try:
+        reference, prose = main_content_words(body)
+    except (etree.ParserError, ValueError) as exc:  # lxml gave laminae a tree but not this plain pass
+        return PageCoverage(url, 0, 0, len(parsed.components), error=f"reference pass: {exc}")
     if not prose:  # headings only (a DocBook part page: its title and a table of contents)
         return PageCoverage(url, 0, 0, len(parsed.components), headings_only=len(reference))
     found = words_of("\n".join(component_stream(parsed.components)))
@@ -312,8 +315,13 @@ def pages_of(source: str) -> Iterator[tuple[str, bytes]]:
                 except FileProblem as problem:
                     print(f"skipped {url}: {problem.message}", file=sys.stderr)
         else:
-            with urllib.request.urlopen(seed, timeout=30) as response:  # noqa: S310 - the user's seeds
-                yield seed, response.read()
+            try:
+                with urllib.request.urlopen(seed, timeout=30) as response:  # noqa: S310 - the user's seeds
+                    body = response.read()
+            except OSError as exc:
+                print(f"skipped {seed}: {exc}", file=sys.stderr)
+                continue
+            yield seed, body
 
 
 def run(source: str) -> list[PageCoverage]:

@@ -20,6 +20,7 @@ from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.fetch import FetchResult
 from laminae.tasks.nodes.build import build_nodes
 from laminae.tasks.parse.html import MAX_COMPONENT_CHARS, parse_html
+from tests.conftest import Route
 
 PROSE = (
     "Sessions keep a small amount of state for each visitor between requests. The framework stores the "
@@ -705,3 +706,16 @@ def test_javadoc_summary_grid_is_a_table():
     assert table.rows == [["int", "size()", "Returns the size of this widget."],
                           ["void", "resize(int size)", "Changes the size of this widget."]]
     assert table.section_path[-1] == "Method Summary"
+
+
+def test_coverage_bench_on_a_seeds_file(tmp_path, server):
+    """A seeds file mixes a file:// page, an http page (real HTTP on 127.0.0.1) and one that
+    cannot be fetched (skipped, the run goes on)."""
+    (tmp_path / "docbook.html").write_text(PAGES["docbook"](), encoding="utf-8")
+    server.routes["/rtd.html"] = Route(body=PAGES["sphinx-rtd"]().encode())
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"{(tmp_path / 'docbook.html').as_uri()}\n{server.url('/rtd.html')}\n{server.url('/gone.html')}\n")
+    out = tmp_path / "coverage.json"
+    assert coverage.main([str(seeds), "--json", str(out)]) == 0
+    pages = json.loads(out.read_text())[str(seeds)]["pages"]
+    assert [(p["url"].rsplit("/", 1)[-1], p["share"] >= 0.98) for p in pages] == [("docbook.html", True), ("rtd.html", True)]
