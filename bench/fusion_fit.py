@@ -1,18 +1,24 @@
-"""Fit the learned fusion's weights (``laminae/fusion.py``) on both development sets.
+"""Fit the learned fusion's weights (``laminae/fusion.py``) on questions of three kinds.
 
-Reads ``../shared/bench/wtq-dev`` and ``../shared/bench/hybridqa-dev`` (questions, the shared
-scorer's matcher) and their indexes (built with ``laminae build`` defaults as ``bench/quality.py``
-builds them, or given with ``--index SET=DIR``); writes nothing unless ``--write``, which puts the
-fitted weights into ``laminae/fusion.py``. For every question the reader gathers its evidence for
-every component any ranking found (``Index._fusion_evidence``, the code ``retrieve`` runs) and the
-set's matcher labels which components are gold. A logistic regression (scikit-learn, standardized
-features, L2 with ``--c``) is fitted over both sets with each set weighing the same in total; 5-fold
-cross-validation (the same folds for every model) prints R@10 and MRR@10 of reciprocal
-rank fusion, of the weights in ``laminae/fusion.py`` now, and of the refitted weights, per set, on
-the questions each fold held out; a fold holds out whole pages (the gold page of its questions), so
-these numbers are for pages the fit never saw.
+Reads ``../shared/bench/wtq-dev`` (table questions), ``../shared/bench/hybridqa-dev`` (multi-hop:
+a table row, then the passage a cell links to) and ``../shared/bench/docs-dev`` (how-to questions
+over two documentation sites, Django's Sphinx pages and PostgreSQL's DocBook pages: sets
+``docs-django`` and ``docs-postgresql``), their questions, gold and the shared scorers' matchers,
+and their indexes (built with ``laminae build`` defaults as ``bench/quality.py`` builds them, or
+given with ``--index SET=DIR``); writes nothing unless ``--write``, which puts the fitted weights
+into ``laminae/fusion.py``. For every question the reader gathers its evidence for every component
+any ranking found (``Index._fusion_evidence``, the code ``retrieve`` runs) and the set's gold
+labels which components are evidence (a docs question: any component on a page that answers it).
+A logistic regression (scikit-learn, standardized features, L2 with ``--c``) is fitted over the
+sets with each set weighing the same in total. Held-out quality per set (R@10 and MRR@10; for a
+docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and hybridqa-dev by 5 folds that
+hold out whole pages, a docs site by leaving the whole site out (the fit never saw the site, its
+generator or its questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py``
+now and the refit. ``--ablate`` refits without each feature (and without the kind priors) and
+prints what each one is worth per set, held out.
 
-    .venv/bin/python bench/fusion_fit.py --index wtq-dev=DIR --index hybridqa-dev=DIR [--write]
+    .venv/bin/python bench/fusion_fit.py --index wtq-dev=DIR --index hybridqa-dev=DIR \
+        --index docs-django=DIR --index docs-postgresql=DIR [--ablate] [--write VERSION]
 """
 
 from __future__ import annotations
@@ -36,7 +42,18 @@ from laminae.index import rrf  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {"wtq-dev": 0, "hybridqa-dev": 1}  # name: --follow-links
+DOCS = {  # docs-dev sites: set name -> (corpus, the folder its pages were indexed from)
+    "docs-django": ("django", "/usr/share/doc/python-django-doc/html"),
+    "docs-postgresql": ("postgresql", "/usr/share/doc/postgresql-doc-15/html"),
+}
 FOLDS = 5
+# A docs question's gold is pages: every component on them is a hit when scored, but only the
+# page's best few by reciprocal rank fusion are fitted as evidence. Labelling every component of
+# an answering page (its code listings and unrelated sections too) fitted a page classifier:
+# features of the page outweighed the component's match to the question (Django held-out MRR@10
+# 0.72 in-sample against 0.77 with 3), and the multi-hop set, whose evidence is one passage, lost
+# most of its MRR@10.
+DOCS_POSITIVES = 3
 
 
 def scorer_module(bench: Path):
@@ -69,20 +86,56 @@ def gather(name: str, index_dir: Path) -> list[dict]:
             doc = pages(g.urls[int(comps.doc[row])].as_py())
             labels[i] = [gold.hit(doc, comps.text[row].as_py() or "", None, strip=pages.title.get(doc))
                          for gold in golds]
-        fused_rows, _ = rrf(lists)
-        rrf_rank = {r: i for i, r in enumerate(fused_rows.tolist())}
-        out.append({"rows": ev.rows, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
-                    "rrf": -np.array([rrf_rank[r] for r in ev.rows.tolist()], dtype=np.float64),
-                    "page": min(gold.doc or "" for gold in golds) if golds else q["qid"],
-                    "question": fusion.is_question(text)})
+        out.append(_item(ev, lists, labels, min(gold.doc or "" for gold in golds) if golds else q["qid"], text))
     return out
 
 
-def design(item: dict) -> np.ndarray:
+def _item(ev: fusion.Evidence, lists: list[np.ndarray], labels: np.ndarray, page: str, text: str) -> dict:
+    fused_rows, _ = rrf(lists)
+    rrf_rank = {r: i for i, r in enumerate(fused_rows.tolist())}
+    return {"rows": ev.rows, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
+            "rrf": -np.array([rrf_rank[r] for r in ev.rows.tolist()], dtype=np.float64),
+            "page": page, "question": fusion.is_question(text)}
+
+
+def gather_docs(name: str, index_dir: Path) -> list[dict]:
+    """``gather`` for a docs-dev site: one gold column per question, true for a component on any
+    of the pages that answer it (docs-dev's score.py counts a hit the same way)."""
+    corpus, root = DOCS[name]
+    root = root.rstrip("/") + "/"
+    index = laminae.open(str(index_dir))
+    g = index.graph
+    comps = g.layers[1]
+    rows = np.arange(len(comps.ids))
+    page_of = [_relative(g.urls[d].as_py(), root) for d in range(len(g.urls))]
+    out = []
+    for line in (SHARED / "docs-dev" / "questions.jsonl").read_text().splitlines():
+        q = json.loads(line) if line.strip() else None
+        if q is None or q.get("corpus") != corpus:
+            continue
+        lists, ev, _ = index._fusion_evidence(q["q"], index._query_vector(q["q"]), rows, None, 2)
+        gold = set(q["pages"])
+        labels = np.array([[page_of[int(comps.doc[r])] in gold] for r in ev.rows.tolist()], dtype=bool)
+        item = _item(ev, lists, labels.reshape(-1, 1), q["id"], q["q"])
+        on_gold = np.flatnonzero(labels)
+        item["train"] = np.zeros_like(item["labels"])
+        item["train"][on_gold[np.argsort(-item["rrf"][on_gold], kind="stable")[:DOCS_POSITIVES]], 0] = True
+        out.append(item)
+    return out
+
+
+def _relative(url: str | None, root: str) -> str:
+    """A page's path under the indexed folder, as docs-dev's gold names it."""
+    u = (url or "").split("#")[0]
+    u = u[len("file://"):] if u.startswith("file://") else u
+    return u[len(root):] if u.startswith(root) else u
+
+
+def design(item: dict, kinds: tuple[str, ...]) -> np.ndarray:
     """Features plus one indicator column per kind with a prior (all zero for a keyword query,
     which gets no prior when served)."""
     on = float(item.get("question", True))
-    return np.column_stack([item["x"], *[on * (item["kinds"] == k) for k in fusion.KINDS]])
+    return np.column_stack([item["x"], *[on * (item["kinds"] == k) for k in kinds]])
 
 
 def served(item: dict, weights=None, prior=None, intercept=None) -> np.ndarray:
@@ -102,22 +155,27 @@ def quality(items: list[dict], scores: list[np.ndarray]) -> tuple[float, float]:
     return recall / len(items), mrr / len(items)
 
 
-def fit(sets: dict[str, list[dict]], c: float) -> tuple[np.ndarray, dict[str, float], float]:
-    """(feature weights, kind priors, intercept) on the original feature scale."""
+def fit(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
+        drop: frozenset[str] = frozenset()) -> tuple[np.ndarray, dict[str, float], float]:
+    """(feature weights, kind priors, intercept) on the original feature scale; a feature in
+    ``drop`` is left out of the fit (weight 0)."""
     from sklearn.linear_model import LogisticRegression
 
-    x = np.vstack([design(i) for items in sets.values() for i in items])
-    y = np.concatenate([i["labels"].any(axis=1) for items in sets.values() for i in items])
+    x = np.vstack([design(i, kinds) for items in sets.values() for i in items])
+    y = np.concatenate([i.get("train", i["labels"]).any(axis=1) for items in sets.values() for i in items])
     total = sum(len(items) for items in sets.values())
     weight = np.concatenate([np.full(len(i["rows"]), total / (len(sets) * len(items)))
                              for items in sets.values() for i in items])
+    keep = np.array([f not in drop for f in fusion.FEATURES] + [True] * len(kinds))
+    x = x[:, keep]
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
     model = LogisticRegression(C=c, max_iter=5000).fit((x - mean) / scale, y, sample_weight=weight)
-    coef = model.coef_[0] / scale
-    intercept = float(model.intercept_[0] - coef @ mean)
+    coef = np.zeros(len(keep))
+    coef[keep] = model.coef_[0] / scale
+    intercept = float(model.intercept_[0] - coef[keep] @ mean)
     n = len(fusion.FEATURES)
-    return coef[:n], dict(zip(fusion.KINDS, coef[n:].tolist(), strict=True)), intercept
+    return coef[:n], dict(zip(kinds, coef[n:].tolist(), strict=True)), intercept
 
 
 def page_folds(items: list[dict], rng: np.random.Generator) -> list[np.ndarray]:
@@ -129,26 +187,50 @@ def page_folds(items: list[dict], rng: np.random.Generator) -> list[np.ndarray]:
             for f in range(FOLDS)]
 
 
-def cross_validate(sets: dict[str, list[dict]], c: float) -> dict[str, dict[str, tuple[float, float]]]:
+def held_out(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
+             drop: frozenset[str] = frozenset()) -> dict[str, tuple[float, float]]:
+    """Per set, (R@10, MRR@10) of refits on questions they never saw: wtq-dev and hybridqa-dev by
+    ``FOLDS`` folds of whole pages (every other set fully in training), a docs site by leaving
+    the whole site out."""
     rng = np.random.default_rng(0)
-    folds = {name: page_folds(items, rng) for name, items in sets.items()}
+    folds = {name: page_folds(items, rng) for name, items in sets.items() if name not in DOCS}
     held: dict[str, tuple[list[dict], list[np.ndarray]]] = {name: ([], []) for name in sets}
     for f in range(FOLDS):
         train = {name: [items[i] for i in range(len(items)) if i not in set(folds[name][f].tolist())]
-                 for name, items in sets.items()}
-        weights, prior, intercept = fit(train, c)
-        for name, items in sets.items():
+                 if name in folds else items for name, items in sets.items()}
+        weights, prior, intercept = fit(train, c, kinds, drop)
+        for name in folds:
             for i in folds[name][f].tolist():
-                held[name][0].append(items[i])
-                held[name][1].append(served(items[i], weights, prior, intercept))
+                held[name][0].append(sets[name][i])
+                held[name][1].append(served(sets[name][i], weights, prior, intercept))
+    for name in sets:
+        if name in DOCS:
+            weights, prior, intercept = fit({n: items for n, items in sets.items() if n != name}, c, kinds, drop)
+            held[name] = (sets[name], [served(i, weights, prior, intercept) for i in sets[name]])
+    return {name: quality(*held[name]) for name in sets}
+
+
+def cross_validate(sets: dict[str, list[dict]], c: float,
+                   kinds: tuple[str, ...] = fusion.KINDS) -> dict[str, dict[str, tuple[float, float]]]:
+    refit = held_out(sets, c, kinds)
     out = {}
     for name, items in sets.items():
         out[name] = {
             "reciprocal rank fusion": quality(items, [i["rrf"] for i in items]),
             f"fusion.py now ({fusion.WEIGHTS_VERSION})": quality(items, [served(i) for i in items]),
-            f"refit, held-out pages ({FOLDS} folds)": quality(*held[name]),
+            "refit, held out" + (" (site)" if name in DOCS else f" ({FOLDS} page folds)"): refit[name],
         }
     return out
+
+
+def ablation(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...]) -> dict[str, dict[str, tuple[float, float]]]:
+    """Held-out quality per set of the full refit, without each feature, and without the kind priors."""
+    rows = {"all features": held_out(sets, c, kinds)}
+    for feature in fusion.FEATURES:
+        rows[f"- {feature}"] = held_out(sets, c, kinds, frozenset({feature}))
+    if kinds:
+        rows["- kind priors"] = held_out(sets, c, ())
+    return rows
 
 
 def write_weights(weights: np.ndarray, prior: dict[str, float], intercept: float, version: str) -> None:
@@ -156,7 +238,7 @@ def write_weights(weights: np.ndarray, prior: dict[str, float], intercept: float
     text = path.read_text()
     block = (f'WEIGHTS_VERSION = "{version}"\n'
              f"WEIGHTS = np.array([{', '.join(f'{w:.6g}' for w in weights)}])\n"
-             f"KIND_PRIOR = {{{', '.join(f'{k!r}: {v:.6g}' for k, v in prior.items())}}}\n"
+             f"KIND_PRIOR: dict[str, float] = {{{', '.join(f'{k!r}: {v:.6g}' for k, v in prior.items())}}}\n"
              f"INTERCEPT = {intercept:.6g}\n")
     new, count = re.subn(r'WEIGHTS_VERSION = .*?\nINTERCEPT = [^\n]*\n', block, text, flags=re.S)
     if count != 1:
@@ -168,28 +250,47 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", action="append", default=[], metavar="SET=DIR",
                         help="the index built for SET (default: build one, as bench/quality.py does)")
+    parser.add_argument("--sets", default=",".join([*SETS, *DOCS]), help="comma list of: " + ", ".join([*SETS, *DOCS]))
     parser.add_argument("--c", type=float, default=0.1, help="inverse L2 strength of the regression")
+    parser.add_argument("--kinds", default=",".join(fusion.KINDS),
+                        help="component kinds given a learned prior (comma list; empty: none)")
+    parser.add_argument("--ablate", action="store_true", help="refit without each feature and print the held-out cost")
     parser.add_argument("--write", metavar="VERSION", help="write the refitted weights into laminae/fusion.py")
     args = parser.parse_args()
     given = dict(item.split("=", 1) for item in args.index)
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    if set(kinds) != set(fusion.KINDS) and args.write:
+        parser.error(f"--write keeps fusion.KINDS ({', '.join(fusion.KINDS) or 'none'}): edit KINDS first")
     sets = {}
-    for name, follow in SETS.items():
-        if not (SHARED / name / "questions.jsonl").exists():
-            parser.error(f"{SHARED / name} is missing: the development sets live in ../shared/bench")
-        index_dir = Path(given[name]) if name in given else None
-        if index_dir is None:
-            from bench.quality import build_index
+    for name in [n for n in args.sets.split(",") if n]:
+        if name in DOCS:
+            if name not in given:
+                parser.error(f"{name} needs --index {name}=DIR: build it with laminae build --seeds {DOCS[name][1]}"
+                             f" (../shared/bench/docs-dev/README.md)")
+            sets[name] = gather_docs(name, Path(given[name]))
+        elif name in SETS:
+            if not (SHARED / name / "questions.jsonl").exists():
+                parser.error(f"{SHARED / name} is missing: the development sets live in ../shared/bench")
+            index_dir = Path(given[name]) if name in given else None
+            if index_dir is None:
+                from bench.quality import build_index
 
-            index_dir = Path(tempfile.mkdtemp(prefix="laminae-fit-")) / f"index-{name}"
-            build_index(SHARED / name, index_dir, follow)
-        sets[name] = gather(name, index_dir)
+                index_dir = Path(tempfile.mkdtemp(prefix="laminae-fit-")) / f"index-{name}"
+                build_index(SHARED / name, index_dir, SETS[name])
+            sets[name] = gather(name, index_dir)
+        else:
+            parser.error(f"unknown set {name!r}; sets are {', '.join([*SETS, *DOCS])}")
         print(f"{name}: {len(sets[name])} questions, {sum(len(i['rows']) for i in sets[name])} candidates",
               flush=True)
-    for name, rows in cross_validate(sets, args.c).items():
+    for name, rows in cross_validate(sets, args.c, kinds).items():
         print(f"\n{name}{'':<28}R@10   MRR@10")
         for label, (recall, mrr) in rows.items():
             print(f"  {label:<34}{recall:.3f}  {mrr:.3f}")
-    weights, prior, intercept = fit(sets, args.c)
+    if args.ablate:
+        print(f"\nablation, held out (R@10 / MRR@10 per set){'':<4}" + "".join(f"{n:>20}" for n in sets))
+        for label, per in ablation(sets, args.c, kinds).items():
+            print(f"  {label:<42}" + "".join(f"{per[n][0]:>12.3f} / {per[n][1]:.3f}" for n in sets), flush=True)
+    weights, prior, intercept = fit(sets, args.c, kinds)
     print("\nfitted on all questions:")
     for feature, w in zip(fusion.FEATURES, weights.tolist(), strict=True):
         print(f"  {feature:<28}{w:+.4f}")

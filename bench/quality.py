@@ -1,15 +1,22 @@
 """Retrieval quality: every reader strategy against the shared development sets and their BM25.
 
-Reads ``../shared/bench/wtq-dev`` (table questions) and ``../shared/bench/hybridqa-dev``
-(multi-hop: table rows, then the passage a cell links to); serves each on 127.0.0.1 and builds its
-index with ``laminae build`` defaults in a fresh process (hybridqa-dev with ``--follow-links 1``),
-or reuses an index given with ``--index SET=DIR``. Runs each strategy through the public reader,
-writes one run file per strategy into ``--out`` (default: a temporary folder), scores them with
-the set's own ``score.py`` and prints one table per set, with the set's ``baseline_bm25.py``
-(and its one-hop link expansion, where the set has one) run in the same invocation, and ms per
-query. Pages and questions are read from the shared folder, never copied.
+Reads ``../shared/bench/wtq-dev`` (table questions), ``../shared/bench/hybridqa-dev`` (multi-hop:
+table rows, then the passage a cell links to) and ``../shared/bench/docs-dev`` (how-to questions
+over two documentation sites Debian ships: ``docs-django``, Sphinx, and ``docs-postgresql``,
+DocBook). Serves wtq-dev and hybridqa-dev on 127.0.0.1 and builds each index with ``laminae
+build`` defaults in a fresh process (hybridqa-dev with ``--follow-links 1``); a docs site is built
+from its installed folder (``apt-get install python-django-doc postgresql-doc-15``); or reuses an
+index given with ``--index SET=DIR``. Runs each strategy through the public reader. wtq-dev and
+hybridqa-dev: one run file per strategy in ``--out`` (default: a temporary folder), scored by the
+set's own ``score.py``, beside its ``baseline_bm25.py`` (and one-hop link expansion) run in the
+same invocation. A docs site: Hit@1/5/10 and MRR@10 of the first result on a page that answers the
+question, as docs-dev's ``score.py`` counts them, beside its two BM25 references over the same
+index (whole pages, and the components' search text). Prints one table per set with ms per query,
+then one summary table: the default ``retrieve`` against the set's BM25 reference, with ratios.
+Pages and questions are read from the shared folder, never copied.
 
-    .venv/bin/python bench/quality.py [--sets wtq-dev,hybridqa-dev] [--index wtq-dev=DIR] [--out DIR]
+    .venv/bin/python bench/quality.py [--sets wtq-dev,hybridqa-dev,docs-django,docs-postgresql] \
+        [--index SET=DIR] [--out DIR]
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ from laminae.flows.demo import SiteServer  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {"wtq-dev": {"follow_links": 0}, "hybridqa-dev": {"follow_links": 1}}
+DOCS = {  # docs-dev sites: set name -> (corpus in questions.jsonl, the folder the package installs)
+    "docs-django": ("django", "/usr/share/doc/python-django-doc/html"),
+    "docs-postgresql": ("postgresql", "/usr/share/doc/postgresql-doc-15/html"),
+}
+SUMMARY: list[tuple[str, str, float, str, float]] = []  # set, metric, retrieve, reference, its value
 LAYER2_DEPTH = 50  # layer-2 hits read to find 10 distinct components
 
 
@@ -150,6 +162,9 @@ def run_set(name: str, index_dir: Path | None, out: Path) -> None:
                 f.write(json.dumps({"qid": q["qid"], "results": items}) + "\n")
         rows.append((label, score(bench, path, by), 1000 * float(np.median(times))))
     bm25 = rows[0][1]["overall"]
+    default = next(result["overall"] for label, result, _ in rows if label.startswith("search(q) default"))
+    SUMMARY.append((name, "R@10", default["R@10"], rows[0][0], bm25["R@10"]))
+    SUMMARY.append((name, "MRR@10", default["MRR@10"], rows[0][0], bm25["MRR@10"]))
     cols = "R@1   R@5   R@10  MRR@10" + ("  All@10 (2-hop)" if multi_hop else "")
     print(f"\n{name}: {len(questions)} questions, component level, index {index_dir}")
     print(f"{'strategy':<38} {cols}   ×BM25 R@10   ms/query (p50)")
@@ -163,9 +178,107 @@ def run_set(name: str, index_dir: Path | None, out: Path) -> None:
         print(line, flush=True)
 
 
+def docs_strategies() -> dict[str, Callable[[laminae.Index, str], list[str]]]:
+    """Strategies for a docs site: each returns the document ids of its ranked results."""
+    def comps(fn):
+        return lambda ix, q: [h.document_id for h in fn(ix, q)]
+    return {
+        "retrieve(q) (default)": comps(lambda ix, q: ix.retrieve(q, k=10)),
+        'retrieve(q, ranking="rrf")': comps(lambda ix, q: ix.retrieve(q, k=10, ranking="rrf")),
+        'retrieve(q, kinds=["paragraph", "code"])': comps(
+            lambda ix, q: ix.retrieve(q, k=10, kinds=[k for k in ("paragraph", "code") if k in kinds_of(ix)])),
+        "documents(q, granularity=2)": lambda ix, q: [h.id for h in ix.documents(q, k=10, granularity=2)],
+        "search(q, layer=2, mode=hybrid), mapped": lambda ix, q: [
+            ix.graph.layers[0].ids[int(ix.graph.layers[1].doc[ix.graph.layers[1].position[i["id"]]])]
+            for i in mapped(ix, ix.search(q, 2, LAYER2_DEPTH, mode="hybrid"))],
+    }
+
+
+def kinds_of(index: laminae.Index) -> set[str]:
+    return set(np.unique(index.graph.layers[1].kinds).tolist())
+
+
+def docs_scorer():
+    """docs-dev's score.py as a module (its BM25 references and its hit metrics)."""
+    import importlib.util
+
+    path = SHARED / "docs-dev" / "score.py"
+    spec = importlib.util.spec_from_file_location("docs_dev_score", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_docs(name: str, index_dir: Path | None, out: Path) -> None:
+    corpus, folder = DOCS[name]
+    root = folder.rstrip("/") + "/"
+    if index_dir is None:
+        if not Path(folder).is_dir():
+            raise SystemExit(f"{name}: {folder} is missing: apt-get install -y python-django-doc postgresql-doc-15, "
+                             f"or give --index {name}=DIR")
+        index_dir = out / f"index-{name}"
+        started = time.perf_counter()
+        subprocess.run([str(Path(sys.executable).parent / "laminae"), "build", "--seeds", folder, "--index",
+                        str(index_dir), "--progress", "off"], check=True)
+        print(f"\n{name}: built {index_dir} in {time.perf_counter() - started:.0f} s")
+    score = docs_scorer()
+    questions = [json.loads(line) for line in (SHARED / "docs-dev" / "questions.jsonl").read_text().splitlines()
+                 if line.strip()]
+    questions = [q for q in questions if q.get("corpus") == corpus]
+    index = laminae.open(str(index_dir))
+    g = index.graph
+    page_of = {g.layers[0].ids[d]: score.relative(g.urls[d].as_py(), root) for d in range(len(g.urls))}
+    docs = index.table("documents").to_arrow().select(["id", "title"]).to_pylist()
+    comps = index.table("components").to_arrow().select(["document_id", "search_text", "text"]).to_pylist()
+    by_doc: dict[str, list[str]] = {}
+    for c in comps:
+        by_doc.setdefault(c["document_id"], []).append(c["text"] or "")
+    pages_bm25 = score.BM25([(d["title"] or "") + " " + " ".join(by_doc.get(d["id"], [])) for d in docs])
+    comps_bm25 = score.BM25([c["search_text"] or c["text"] or "" for c in comps])
+    rows = []
+    references = {
+        "BM25 whole pages (title + all text)": lambda q: [docs[i]["id"] for i in pages_bm25.top(q, 10)],
+        "BM25 over the same components": lambda q: [comps[i]["document_id"] for i in comps_bm25.top(q, 10)],
+    }
+    index.retrieve(questions[0]["q"], k=1)  # loads the model and the in-memory view
+    runs = {**{label: (fn, False) for label, fn in references.items()},
+            **{label: ((lambda f: lambda q: f(index, q))(fn), True) for label, fn in docs_strategies().items()}}
+    for label, (fn, timed) in runs.items():
+        found, times = [], []
+        for q in questions:
+            started = time.perf_counter()
+            ids = fn(q["q"])
+            times.append(time.perf_counter() - started)
+            found.append(score.metrics([page_of.get(i) for i in ids], set(q["pages"])))
+        n = max(1, len(found))
+        result = {"Hit@1": sum(m["h1"] for m in found) / n, "Hit@5": sum(m["h5"] for m in found) / n,
+                  "Hit@10": sum(m["h10"] for m in found) / n, "MRR@10": sum(m["rr"] for m in found) / n}
+        rows.append((label, result, 1000 * float(np.median(times)) if timed else None))
+        (out / f"{name}-{label.split('(')[0].strip().replace(' ', '_')}.json").write_text(json.dumps(result))
+    bm25 = rows[0][1]
+    default = rows[2][1]
+    SUMMARY.append((name, "Hit@1", default["Hit@1"], rows[0][0], bm25["Hit@1"]))
+    SUMMARY.append((name, "MRR@10", default["MRR@10"], rows[0][0], bm25["MRR@10"]))
+    print(f"\n{name}: {len(questions)} questions, {len(docs)} pages, {len(comps)} components, index {index_dir}")
+    print(f"{'strategy':<42} Hit@1 Hit@5 Hit@10 MRR@10  ×BM25 pages MRR   ms/query (p50)")
+    for label, r, ms in rows:
+        ratio = r["MRR@10"] / bm25["MRR@10"] if bm25["MRR@10"] else float("nan")
+        print(f"{label:<42} {r['Hit@1']:.3f} {r['Hit@5']:.3f} {r['Hit@10']:.3f}  {r['MRR@10']:.3f}  {ratio:.2f}"
+              + (f"             {ms:.1f}" if ms is not None else ""), flush=True)
+
+
+def print_summary() -> None:
+    print("\nsummary: the default retrieve(q) against each set's BM25 reference")
+    print(f"{'set':<17}{'metric':<8}{'retrieve':>9}  {'BM25 reference':<36}{'BM25':>6}  ratio")
+    for name, metric, value, reference, base in SUMMARY:
+        ratio = value / base if base else float("nan")
+        print(f"{name:<17}{metric:<8}{value:>9.3f}  {reference[:36]:<36}{base:>6.3f}  {ratio:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", default=",".join(SETS), help="comma list of: " + ", ".join(SETS))
+    every = [*SETS, *DOCS]
+    parser.add_argument("--sets", default=",".join(every), help="comma list of: " + ", ".join(every))
     parser.add_argument("--index", action="append", default=[], metavar="SET=DIR",
                         help="reuse an index built for SET instead of building one (repeatable)")
     parser.add_argument("--out", help="folder for run files, scores and built indexes (default: temporary)")
@@ -173,14 +286,20 @@ def main() -> int:
     given = dict(item.split("=", 1) for item in args.index)
     names = [n for n in args.sets.split(",") if n]
     for n in [*names, *given]:
-        if n not in SETS:
-            parser.error(f"unknown set {n!r}; sets are {', '.join(SETS)}")
-        if not (SHARED / n / "questions.jsonl").exists():
-            parser.error(f"{SHARED / n} is missing: the development sets live in ../shared/bench")
+        if n not in every:
+            parser.error(f"unknown set {n!r}; sets are {', '.join(every)}")
+        bench = SHARED / ("docs-dev" if n in DOCS else n)
+        if not (bench / "questions.jsonl").exists():
+            parser.error(f"{bench} is missing: the development sets live in ../shared/bench")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="laminae-quality-"))
     out.mkdir(parents=True, exist_ok=True)
     for n in names:
-        run_set(n, Path(given[n]) if n in given else None, out)
+        index_dir = Path(given[n]) if n in given else None
+        if n in DOCS:
+            run_docs(n, index_dir, out)
+        else:
+            run_set(n, index_dir, out)
+    print_summary()
     print(f"\nrun files and scores: {out}")
     return 0
 

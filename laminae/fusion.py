@@ -18,10 +18,15 @@ scores are the model's probability that a candidate is evidence. The kind priors
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 QUESTION = re.compile(r"\?\s*$|\b(?:who|whom|whose|what|when|where|which|why|how)\b|"
                       r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|name|list|give|tell|find|identify)\b",
@@ -39,7 +44,26 @@ FEATURES = (
     "coverage",  # idf of the question's terms it holds, over the idf of all terms found anywhere
     "coverage_rank",  # 1 / (RANK_K + rank) in the coverage ranking
     "own_similarity",  # similarity of the component's own vector
+    # what the component and its page are, read from the page itself (``component_signals``)
+    "log_chars",  # ln(1 + characters of the component's text)
+    "link_density",  # distinct pages the component links to, per word of its text
+    "page_link_density",  # distinct pages its page links to, per word of the page
+    "page_prose",  # share of the page's words that are function words ("the", "of", "is"...)
+    "prose",  # the same share in the component's own text
+    "page_in_tables",  # share of its page's characters in tables (a generated index: all of them)
+    "page_in_code",  # share of its page's characters in code blocks (a generated source listing: all of them)
+    "table_procedural",  # a table, for a procedural question ("how do I...", "how to...")
+    # how much of what the question found is on the component's page
+    "page_candidates",  # ln(1 + candidates on its page)
+    "page_evidence",  # its page's summed 1 / (RANK_K + rank) over every ranking, over the best page's
 )
+SIGNALS = FEATURES[9:16]  # the columns of component_signals
+FUNCTION_WORDS = (r"\b(?:the|a|an|of|to|in|is|are|be|been|that|this|it|its|for|with|as|on|by|or|and|if|"
+                  r"you|your|can|will|not|which|from|at|when|into|than|then|there|these|so|we|has|have|was|"
+                  r"were|but|do|does|should|must|may|each|any|all|how|what)\b")
+PROCEDURAL = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|to|is|are)\b|^\s*(?:can|could|should)\s+i\b|"
+                        r"\b(?:what|which)\s+(?:command|option|setting|function|method|parameter|class|module)\b",
+                        re.IGNORECASE)
 # Kinds with a learned prior; any other kind gets none. Only tables: a question's words spread over
 # a table's caption, header and one row, so each of its parts sits further from the question than
 # a sentence that states the same fact; priors for paragraphs and images as well added nothing on
@@ -48,8 +72,8 @@ KINDS: tuple[str, ...] = ("table",)
 
 # Fitted by bench/fusion_fit.py (see its output for the cross-validated quality of this fit).
 WEIGHTS_VERSION = "2026-11-24"
-WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045])
-KIND_PRIOR = {'table': 1.49698}
+WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+KIND_PRIOR: dict[str, float] = {'table': 1.49698}
 INTERCEPT = -10.424
 
 
@@ -67,10 +91,16 @@ class Evidence:
     coverage: np.ndarray  # summed idf of the question's terms the component holds
     coverage_rank: np.ndarray
     coverage_total: float  # summed idf of the question's terms found in any component
+    signals: np.ndarray  # component_signals of the candidates, one row each
+    docs: np.ndarray  # the candidates' document rows
+    procedural: bool  # is_procedural(the question)
 
 
 def features(ev: Evidence) -> np.ndarray:
     """One row of ``FEATURES`` per candidate."""
+    if ev.signals.shape != (len(ev.rows), len(SIGNALS)):
+        raise ValueError(f"Evidence.signals must hold {len(SIGNALS)} columns per candidate (component_signals of "
+                         f"its rows); got shape {ev.signals.shape} for {len(ev.rows)} candidates")
     n = len(ev.rows)
     if n == 0:
         return np.zeros((0, len(FEATURES)))
@@ -79,6 +109,10 @@ def features(ev: Evidence) -> np.ndarray:
         mask = ev.kinds == kind
         kind_best[mask] = ev.similarity[mask].max()
     best_bm25 = ev.bm25.max()
+    evidence = (1.0 / (RANK_K + ev.dense_rank) + 1.0 / (RANK_K + ev.bm25_rank)
+                + 1.0 / (RANK_K + ev.coverage_rank))
+    _, page, count = np.unique(ev.docs, return_inverse=True, return_counts=True)
+    page_evidence = np.bincount(page, weights=evidence)
     return np.column_stack([
         ev.similarity,
         ev.similarity - kind_best,
@@ -89,6 +123,10 @@ def features(ev: Evidence) -> np.ndarray:
         ev.coverage / ev.coverage_total if ev.coverage_total > 0 else np.zeros(n),
         1.0 / (RANK_K + ev.coverage_rank),
         ev.own_similarity,
+        ev.signals,
+        (ev.kinds == "table") * float(ev.procedural),
+        np.log1p(count[page]),
+        page_evidence[page] / page_evidence.max(),
     ]).astype(np.float64)
 
 
@@ -124,3 +162,77 @@ def ranks(rankings: Sequence[np.ndarray], rows: np.ndarray) -> np.ndarray:
     for ranking in rankings:
         where.update((int(r), i + 1) for i, r in enumerate(np.asarray(ranking).tolist()))
     return np.array([where.get(int(r), ABSENT_RANK) for r in rows.tolist()], dtype=np.float64)
+
+
+def is_procedural(text: str) -> bool:
+    """A how-to question ("how do I...", "how to...", "can I...", "which option..."): its answer is
+    usually a passage, whatever kind of component the collection is made of."""
+    return bool(PROCEDURAL.search(text))
+
+
+_PAGES: weakref.WeakKeyDictionary[Any, dict[int, np.ndarray]] = weakref.WeakKeyDictionary()
+_PAGES_LOCK = threading.Lock()
+
+
+def component_signals(graph: Any, rows: np.ndarray) -> np.ndarray:
+    """``SIGNALS`` of component ``rows`` of ``graph`` (a ``laminae.graph.Graph``), one row each, from
+    their text and links and their pages'. A generated index page (a general index, a module
+    index, a list of every page) is mostly link text: it links to many pages per word and holds
+    few function words, while a page that answers a how-to question is prose. A page's totals
+    are computed the first time one of its components is a candidate and kept with the graph,
+    so that opening a large index costs nothing more."""
+    comps = graph.layers[1]
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == 0:
+        return np.zeros((0, len(SIGNALS)))
+    chars, words, function = _counts(comps.text.take(pa.array(rows)))
+    links = np.array([len(graph.component_links.get(r, ())) for r in rows.tolist()], dtype=np.float64)
+    doc = np.asarray(comps.doc, dtype=np.int64)[rows]
+    page = np.zeros((len(rows), 5))  # words, function words, characters, in tables, in code
+    page_links = np.zeros(len(rows))
+    inside = doc >= 0
+    if inside.any():
+        totals = _page_totals(graph, np.unique(doc[inside]))
+        page[inside] = np.array([totals[d] for d in doc[inside].tolist()])
+        page_links[inside] = [len(graph.out_links.get(d, ())) for d in doc[inside].tolist()]
+    page_words, page_chars = np.maximum(page[:, 0], 1.0), np.maximum(page[:, 2], 1.0)
+    return np.column_stack([
+        np.log1p(chars),
+        links / np.maximum(words, 1.0),
+        page_links / page_words,
+        page[:, 1] / page_words,
+        function / np.maximum(words, 1.0),
+        page[:, 3] / page_chars,
+        page[:, 4] / page_chars,
+    ])
+
+
+def _counts(text: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(characters, words, function words) of each string (0 for a null)."""
+    def numbers(values: pa.Array) -> np.ndarray:
+        return pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.float64)
+
+    return (numbers(pc.utf8_length(text)), numbers(pc.count_substring_regex(text, pattern=r"\w+")),
+            numbers(pc.count_substring_regex(pc.utf8_lower(text), pattern=FUNCTION_WORDS)))
+
+
+def _page_totals(graph: Any, docs: np.ndarray) -> dict[int, np.ndarray]:
+    """Per document row: (words, function words, characters, characters in tables, in code) of
+    all its components, from the graph's cache or counted now."""
+    with _PAGES_LOCK:
+        cache = _PAGES.setdefault(graph, {})
+        missing = [d for d in docs.tolist() if d not in cache]
+    if missing:
+        comps = graph.layers[1]
+        starts = np.asarray(comps.starts)
+        spans = [np.arange(starts[d], starts[d + 1]) for d in missing]
+        rows = np.concatenate(spans) if spans else np.zeros(0, np.int64)
+        owner = np.repeat(np.arange(len(missing)), [len(span) for span in spans])
+        chars, words, function = _counts(comps.text.take(pa.array(rows, pa.int64())))
+        kinds = np.asarray(comps.kinds[rows], dtype=object)
+        sums = np.column_stack([np.bincount(owner, weights=w, minlength=len(missing)) for w in (
+            words, function, chars, chars * (kinds == "table"), chars * (kinds == "code"))])
+        with _PAGES_LOCK:
+            cache.update(zip(missing, sums, strict=True))
+    with _PAGES_LOCK:
+        return {d: cache[d] for d in docs.tolist()}

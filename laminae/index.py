@@ -693,7 +693,9 @@ class Index:
             bm25=np.array([bm25_by_row.get(r, 0.0) for r in candidates.tolist()]),
             bm25_rank=fusion.ranks([bm25_rows], candidates),
             coverage=coverage[candidates].astype(np.float64),
-            coverage_rank=fusion.ranks([coverage_rows], candidates), coverage_total=coverage_total)
+            coverage_rank=fusion.ranks([coverage_rows], candidates), coverage_total=coverage_total,
+            signals=fusion.component_signals(self.graph, candidates), docs=comps.doc[candidates],
+            procedural=fusion.is_procedural(query))
         return [*lists, bm25_rows, coverage_rows], ev, similarity
 
     def _fts_components(self, text: str, rows: np.ndarray, documents) -> tuple[np.ndarray, np.ndarray]:

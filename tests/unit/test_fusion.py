@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from bench import fusion_fit
@@ -16,18 +17,29 @@ def _evidence() -> fusion.Evidence:
         rows=np.array([4, 7, 9]), kinds=np.array(["table", "paragraph", "table"]),
         similarity=np.array([0.5, 0.8, 0.3]), own_similarity=np.array([0.1, 0.2, 0.3]),
         dense_rank=np.array([1.0, 1.0, 2.0]), bm25=np.array([6.0, 0.0, 3.0]), bm25_rank=np.array([1.0, 1000.0, 2.0]),
-        coverage=np.array([2.0, 1.0, 0.0]), coverage_rank=np.array([1.0, 2.0, 1000.0]), coverage_total=4.0)
+        coverage=np.array([2.0, 1.0, 0.0]), coverage_rank=np.array([1.0, 2.0, 1000.0]), coverage_total=4.0,
+        signals=np.arange(3.0 * len(fusion.SIGNALS)).reshape(3, -1), docs=np.array([0, 1, 0]), procedural=True)
 
 
 def test_features_follow_their_definitions():
     x = fusion.features(_evidence())
     assert x.shape == (3, len(fusion.FEATURES))
+    signals = np.arange(3.0 * len(fusion.SIGNALS)).reshape(3, -1).tolist()
+    # candidates 4 and 9 share page 0: its evidence is both their reciprocal ranks summed
+    page_0 = 3 / 61 + (1 / 62 + 1 / 62 + 1 / 1060)
+    page_1 = 1 / 61 + 1 / 1060 + 1 / 62
     expected = [
-        [0.5, 0.0, 0.5 - 0.8, 1 / 61, 1.0, 1 / 61, 0.5, 1 / 61, 0.1],
-        [0.8, 0.0, 0.0, 1 / 61, 0.0, 1 / 1060, 0.25, 1 / 62, 0.2],
-        [0.3, 0.3 - 0.5, 0.3 - 0.8, 1 / 62, 0.5, 1 / 62, 0.0, 1 / 1060, 0.3],
+        [0.5, 0.0, 0.5 - 0.8, 1 / 61, 1.0, 1 / 61, 0.5, 1 / 61, 0.1, *signals[0], 1.0, math.log(3), 1.0],
+        [0.8, 0.0, 0.0, 1 / 61, 0.0, 1 / 1060, 0.25, 1 / 62, 0.2, *signals[1], 0.0, math.log(2), page_1 / page_0],
+        [0.3, 0.3 - 0.5, 0.3 - 0.8, 1 / 62, 0.5, 1 / 62, 0.0, 1 / 1060, 0.3, *signals[2], 1.0, math.log(3), 1.0],
     ]
     assert np.allclose(x, expected)
+    ev = _evidence()
+    ev.procedural = False  # the table-for-a-how-to-question column is off for any other question
+    assert (fusion.features(ev)[:, fusion.FEATURES.index("table_procedural")] == 0).all()
+    ev.signals = ev.signals[:, :2]
+    with pytest.raises(ValueError, match="component_signals"):
+        fusion.features(ev)
 
 
 def test_features_of_a_question_nothing_matched_lexically_are_finite():
@@ -37,8 +49,62 @@ def test_features_of_a_question_nothing_matched_lexically_are_finite():
     ev.coverage_total = 0.0
     x = fusion.features(ev)
     assert np.isfinite(x).all() and (x[:, 4] == 0).all() and (x[:, 6] == 0).all()
-    empty = fusion.Evidence(*(np.zeros(0) for _ in range(9)), coverage_total=0.0)
+    empty = fusion.Evidence(*(np.zeros(0) for _ in range(9)), coverage_total=0.0,
+                            signals=np.zeros((0, len(fusion.SIGNALS))), docs=np.zeros(0, np.int32), procedural=False)
     assert fusion.features(empty).shape == (0, len(fusion.FEATURES))
+
+
+class _Layer:
+    def __init__(self, ids, kinds, text, doc):
+        self.ids, self.kinds, self.text, self.doc = ids, np.array(kinds, dtype=object), pa.array(text), np.array(doc)
+        self.starts = np.searchsorted(self.doc, np.arange(len(set(doc)) + 1))
+
+
+class _Graph:
+    """The parts of ``laminae.graph.Graph`` that ``component_signals`` reads."""
+
+    def __init__(self):
+        index_words = " ".join(f"term{i}() (Class{i} method), [1]" for i in range(40))
+        self.layers = [
+            _Layer(["d0", "d1"], ["html", "html"], [None, None], [0, 1]),
+            _Layer(["c0", "c1", "c2", "c3"], ["paragraph", "code", "table", "paragraph"],
+                   ["To remove an entry from the cache, call the delete method with its key.",
+                    "cache.delete('key')", index_words, None],
+                   [0, 0, 1, 1]),
+        ]
+        self.component_links = {0: {1}, 2: set(range(2, 32))}
+        self.out_links = {0: {1}, 1: set(range(2, 32))}
+
+
+def test_component_signals_tell_a_generated_index_from_prose():
+    graph = _Graph()
+    signals = fusion.component_signals(graph, np.arange(4))
+    assert signals.shape == (4, len(fusion.SIGNALS))
+    assert np.array_equal(fusion.component_signals(graph, np.array([2, 0])), signals[[2, 0]])  # pages cached
+    assert fusion.component_signals(graph, np.zeros(0, np.int64)).shape == (0, len(fusion.SIGNALS))
+    col = {name: signals[:, i] for i, name in enumerate(fusion.SIGNALS)}
+    prose, code, index, empty = range(4)
+    words = 14 + 3  # the prose paragraph and the code block share page d0
+    assert math.isclose(col["log_chars"][prose], math.log1p(len(graph.layers[1].text[0].as_py())))
+    assert col["log_chars"][empty] == 0.0
+    assert math.isclose(col["link_density"][prose], 1 / 14) and col["link_density"][code] == 0.0
+    assert math.isclose(col["link_density"][index], 30 / 160)
+    assert math.isclose(col["page_link_density"][prose], 1 / words)
+    assert col["prose"][prose] > 0.4 and col["prose"][index] == 0.0  # "to", "an", "from", "the", "with", "its"
+    assert col["page_prose"][index] == col["prose"][index]  # the index is its page's only text
+    assert col["page_in_tables"][index] == 1.0 and col["page_in_tables"][prose] == 0.0
+    chars = [len(t) for t in (graph.layers[1].text[0].as_py(), graph.layers[1].text[1].as_py())]
+    assert math.isclose(col["page_in_code"][prose], chars[1] / sum(chars))
+
+
+@pytest.mark.parametrize(("text", "procedural"), [
+    ("How do I send an email with a file attached?", True), ("how to undo a migration", True),
+    ("Can I run raw SQL?", True), ("Which setting limits the memory a sort may use?", True),
+    ("what team had the first pick in round 17?", False), ("how many medals did norway win?", False),
+    ("Which transaction isolation levels exist?", False), ("rye bread", False),
+])
+def test_how_to_questions_are_told_apart(text, procedural):
+    assert fusion.is_procedural(text) is procedural
 
 
 def test_scores_are_the_logistic_of_weights_and_kind_priors():
@@ -78,8 +144,12 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
                       "rrf": -np.arange(30.0), "page": f"p{i % 13}"})
     weights, prior, intercept = fusion_fit.fit({"a": items[:20], "b": items[20:]}, c=1.0)
     assert np.argmax(weights) == 4 and weights[4] > 1.0
-    held = fusion_fit.cross_validate({"a": items[:20], "b": items[20:]}, c=1.0)
-    assert held["a"]["refit, held-out pages (5 folds)"][1] > held["a"]["reciprocal rank fusion"][1]
+    held = fusion_fit.cross_validate({"a": items[:20], "b": items[20:30], "docs-django": items[30:]}, c=1.0)
+    assert held["a"]["refit, held out (5 page folds)"][1] > held["a"]["reciprocal rank fusion"][1]
+    # a docs site is held out whole: scored by a fit on the other sets only
+    assert held["docs-django"]["refit, held out (site)"][1] > held["docs-django"]["reciprocal rank fusion"][1]
+    ablation = fusion_fit.ablation({"a": items[:20], "b": items[20:]}, c=1.0, kinds=("table",))
+    assert ablation["- bm25"]["a"][1] < ablation["all features"]["a"][1]  # the one feature that marks evidence
     folds = fusion_fit.page_folds(items, np.random.default_rng(0))
     assert sorted(np.concatenate(folds).tolist()) == list(range(40))
     for fold in folds:  # a page's questions never straddle two folds
