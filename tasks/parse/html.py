@@ -118,6 +118,7 @@ SPLIT_TARGET_CHARS = 2000  # the size such pieces aim at
 LIST_CHUNK_CHARS = 2000  # a list's items are grouped into components up to this size
 SHORT_DL_CHARS = 1000  # a definition list up to this size (plain descriptions only) stays one component
 TERM_LEVEL = 7  # a definition's term is a section below every heading level
+MAX_TERM_SECTION_CHARS = 300
 
 
 def decode_html(body: bytes, charset: str | None = None) -> str:
@@ -663,7 +664,8 @@ class HtmlParser:
         saved = list(self.sections)
         if term.strip():
             self.flush_prefix()
-            self.sections.append((TERM_LEVEL + self.dl_depth, term.strip()))
+            if len(term) <= MAX_TERM_SECTION_CHARS:  # a "term" that is a paragraph is no section name
+                self.sections.append((TERM_LEVEL + self.dl_depth, term.strip()))
             self.set_prefix(term, links)
         for dd in dds:
             self.block(dd)
