@@ -10,10 +10,11 @@ into ``laminae/fusion.py``. For every question the reader gathers its evidence f
 any ranking found (``Index._fusion_evidence``, the code ``retrieve`` runs) and the set's gold
 labels which components are evidence (a docs question: any component on a page that answers it).
 A logistic regression (scikit-learn, standardized features, L2 with ``--c``) is fitted over the
-sets with each set weighing the same in total. Held-out quality per set (R@10 and MRR@10; for a
+sets with each kind of question weighing the same in total (tables, multi-hop, how-to; the two
+docs sites share theirs). Held-out quality per set (R@10 and MRR@10; for a
 docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and hybridqa-dev by 5 folds that
 hold out whole pages, a docs site by leaving the whole site out (the fit never saw the site, its
-generator or its questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py``
+generator or its questions; with one docs site only, by 5 folds of its questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py``
 now and the refit. ``--ablate`` refits without each feature (and without the kind priors) and
 prints what each one is worth per set, held out.
 
@@ -95,7 +96,7 @@ def _item(ev: fusion.Evidence, lists: list[np.ndarray], labels: np.ndarray, page
     rrf_rank = {r: i for i, r in enumerate(fused_rows.tolist())}
     return {"rows": ev.rows, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
             "rrf": -np.array([rrf_rank[r] for r in ev.rows.tolist()], dtype=np.float64),
-            "page": page, "question": fusion.is_question(text)}
+            "page": page, "question": fusion.is_question(text), "procedural": fusion.is_procedural(text)}
 
 
 def gather_docs(name: str, index_dir: Path) -> list[dict]:
@@ -139,8 +140,33 @@ def design(item: dict, kinds: tuple[str, ...]) -> np.ndarray:
 
 
 def served(item: dict, weights=None, prior=None, intercept=None) -> np.ndarray:
-    """The scores the reader gives the item's candidates."""
-    return fusion.scores(item["x"], item["kinds"], weights, prior, intercept, question=item.get("question", True))
+    """The scores the reader gives the item's candidates (with the shipped weights, the how-to
+    weights for a how-to question)."""
+    return fusion.scores(item["x"], item["kinds"], weights, prior, intercept, question=item.get("question", True),
+                         procedural=item.get("procedural", False))
+
+
+Model = tuple[np.ndarray, dict[str, float], float]
+
+
+def by_kind(sets: dict[str, list[dict]], procedural: bool) -> dict[str, list[dict]]:
+    """The sets' questions that are (not) how-to questions; sets left with none are dropped."""
+    kept = {name: [i for i in items if i.get("procedural", False) == procedural] for name, items in sets.items()}
+    return {name: items for name, items in kept.items() if items}
+
+
+def fit_models(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
+               drop: frozenset[str] = frozenset()) -> tuple[Model, Model | None]:
+    """(the general model, fitted on every question that is not a how-to question, with kind
+    priors; the how-to model, fitted on the how-to questions, without: None when there are none)."""
+    general = fit(by_kind(sets, False), c, kinds, drop)
+    howto = by_kind(sets, True)
+    return general, (fit(howto, c, (), drop) if howto else None)
+
+
+def served_by(item: dict, general: Model, howto: Model | None) -> np.ndarray:
+    model = howto if item.get("procedural", False) and howto is not None else general
+    return fusion.scores(item["x"], item["kinds"], *model, question=item.get("question", True))
 
 
 def quality(items: list[dict], scores: list[np.ndarray]) -> tuple[float, float]:
@@ -164,8 +190,10 @@ def fit(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.K
     x = np.vstack([design(i, kinds) for items in sets.values() for i in items])
     y = np.concatenate([i.get("train", i["labels"]).any(axis=1) for items in sets.values() for i in items])
     total = sum(len(items) for items in sets.values())
-    weight = np.concatenate([np.full(len(i["rows"]), total / (len(sets) * len(items)))
-                             for items in sets.values() for i in items])
+    kind = {name: "docs" if name in DOCS else name for name in sets}  # the docs sites share one kind's weight
+    share = {name: 1.0 / (len(set(kind.values())) * list(kind.values()).count(kind[name])) for name in sets}
+    weight = np.concatenate([np.full(len(i["rows"]), total * share[name] / len(items))
+                             for name, items in sets.items() for i in items])
     keep = np.array([f not in drop for f in fusion.FEATURES] + [True] * len(kinds))
     x = x[:, keep]
     mean, scale = x.mean(axis=0), x.std(axis=0)
@@ -191,22 +219,23 @@ def held_out(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fus
              drop: frozenset[str] = frozenset()) -> dict[str, tuple[float, float]]:
     """Per set, (R@10, MRR@10) of refits on questions they never saw: wtq-dev and hybridqa-dev by
     ``FOLDS`` folds of whole pages (every other set fully in training), a docs site by leaving
-    the whole site out."""
+    the whole site out when another docs site is there to learn the kind from, else by folds of
+    its questions."""
+    whole = [name for name in sets if name in DOCS] if sum(name in DOCS for name in sets) > 1 else []
     rng = np.random.default_rng(0)
-    folds = {name: page_folds(items, rng) for name, items in sets.items() if name not in DOCS}
+    folds = {name: page_folds(items, rng) for name, items in sets.items() if name not in whole}
     held: dict[str, tuple[list[dict], list[np.ndarray]]] = {name: ([], []) for name in sets}
     for f in range(FOLDS):
         train = {name: [items[i] for i in range(len(items)) if i not in set(folds[name][f].tolist())]
                  if name in folds else items for name, items in sets.items()}
-        weights, prior, intercept = fit(train, c, kinds, drop)
+        models = fit_models(train, c, kinds, drop)
         for name in folds:
             for i in folds[name][f].tolist():
                 held[name][0].append(sets[name][i])
-                held[name][1].append(served(sets[name][i], weights, prior, intercept))
-    for name in sets:
-        if name in DOCS:
-            weights, prior, intercept = fit({n: items for n, items in sets.items() if n != name}, c, kinds, drop)
-            held[name] = (sets[name], [served(i, weights, prior, intercept) for i in sets[name]])
+                held[name][1].append(served_by(sets[name][i], *models))
+    for name in whole:
+        models = fit_models({n: items for n, items in sets.items() if n != name}, c, kinds, drop)
+        held[name] = (sets[name], [served_by(i, *models) for i in sets[name]])
     return {name: quality(*held[name]) for name in sets}
 
 
@@ -218,7 +247,8 @@ def cross_validate(sets: dict[str, list[dict]], c: float,
         out[name] = {
             "reciprocal rank fusion": quality(items, [i["rrf"] for i in items]),
             f"fusion.py now ({fusion.WEIGHTS_VERSION})": quality(items, [served(i) for i in items]),
-            "refit, held out" + (" (site)" if name in DOCS else f" ({FOLDS} page folds)"): refit[name],
+            "refit, held out" + (" (site)" if name in DOCS and sum(n in DOCS for n in sets) > 1
+                                 else f" ({FOLDS} folds)"): refit[name],
         }
     return out
 
@@ -228,22 +258,36 @@ def ablation(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...]) -> d
     rows = {"all features": held_out(sets, c, kinds)}
     for feature in fusion.FEATURES:
         rows[f"- {feature}"] = held_out(sets, c, kinds, frozenset({feature}))
+    new = frozenset(fusion.FEATURES[fusion.FEATURES.index("log_chars"):])
+    rows["- every feature read from the page or its page (9 before)"] = held_out(sets, c, kinds, new)
     if kinds:
         rows["- kind priors"] = held_out(sets, c, ())
     return rows
 
 
-def write_weights(weights: np.ndarray, prior: dict[str, float], intercept: float, version: str) -> None:
+def write_weights(general: Model | None, howto: Model | None, version: str) -> None:
+    """Put the fitted models into laminae/fusion.py (either may be None: left as it is)."""
     path = ROOT / "laminae" / "fusion.py"
     text = path.read_text()
-    block = (f'WEIGHTS_VERSION = "{version}"\n'
-             f"WEIGHTS = np.array([{', '.join(f'{w:.6g}' for w in weights)}])\n"
-             f"KIND_PRIOR: dict[str, float] = {{{', '.join(f'{k!r}: {v:.6g}' for k, v in prior.items())}}}\n"
-             f"INTERCEPT = {intercept:.6g}\n")
-    new, count = re.subn(r'WEIGHTS_VERSION = .*?\nINTERCEPT = [^\n]*\n', block, text, flags=re.S)
-    if count != 1:
-        raise SystemExit(f"could not find the weights block in {path}")
-    path.write_text(new)
+    if general is not None:
+        weights, prior, intercept = general
+        block = (f'WEIGHTS_VERSION = "{version}"\n'
+                 f"WEIGHTS = np.array([{', '.join(f'{w:.6g}' for w in weights)}])\n"
+                 f"KIND_PRIOR: dict[str, float] = {{{', '.join(f'{k!r}: {v:.6g}' for k, v in prior.items())}}}\n"
+                 f"INTERCEPT = {intercept:.6g}\n")
+        text, count = re.subn(r'WEIGHTS_VERSION = .*?\nINTERCEPT = [^\n]*\n', lambda _: block, text, flags=re.S)
+        if count != 1:
+            raise SystemExit(f"could not find the weights block in {path}")
+    if howto is not None:
+        weights, _, intercept = howto
+        block = (f'HOWTO_WEIGHTS_VERSION = "{version}"\n'
+                 f"HOWTO_WEIGHTS = np.array([{', '.join(f'{w:.6g}' for w in weights)}])\n"
+                 f"HOWTO_INTERCEPT = {intercept:.6g}\n")
+        text, count = re.subn(r'HOWTO_WEIGHTS_VERSION = .*?\nHOWTO_INTERCEPT = [^\n]*\n', lambda _: block, text,
+                              flags=re.S)
+        if count != 1:
+            raise SystemExit(f"could not find the how-to weights block in {path}")
+    path.write_text(text)
 
 
 def main() -> int:
@@ -255,7 +299,9 @@ def main() -> int:
     parser.add_argument("--kinds", default=",".join(fusion.KINDS),
                         help="component kinds given a learned prior (comma list; empty: none)")
     parser.add_argument("--ablate", action="store_true", help="refit without each feature and print the held-out cost")
-    parser.add_argument("--write", metavar="VERSION", help="write the refitted weights into laminae/fusion.py")
+    parser.add_argument("--write", metavar="VERSION", help="write the refitted how-to weights into laminae/fusion.py")
+    parser.add_argument("--write-general", action="store_true",
+                        help="with --write: the general weights too (fitted on the questions that are not how-to)")
     args = parser.parse_args()
     given = dict(item.split("=", 1) for item in args.index)
     kinds = tuple(k for k in args.kinds.split(",") if k)
@@ -290,16 +336,20 @@ def main() -> int:
         print(f"\nablation, held out (R@10 / MRR@10 per set){'':<4}" + "".join(f"{n:>20}" for n in sets))
         for label, per in ablation(sets, args.c, kinds).items():
             print(f"  {label:<42}" + "".join(f"{per[n][0]:>12.3f} / {per[n][1]:.3f}" for n in sets), flush=True)
-    weights, prior, intercept = fit(sets, args.c, kinds)
-    print("\nfitted on all questions:")
-    for feature, w in zip(fusion.FEATURES, weights.tolist(), strict=True):
-        print(f"  {feature:<28}{w:+.4f}")
-    for kind, w in prior.items():
-        print(f"  prior {kind:<22}{w:+.4f}")
-    print(f"  intercept{'':<19}{intercept:+.4f}")
+    general, howto = fit_models(sets, args.c, kinds)
+    for label, model in (("general model (questions that are not how-to)", general), ("how-to model", howto)):
+        if model is None:
+            continue
+        print(f"\n{label}, fitted on all its questions:")
+        for feature, w in zip(fusion.FEATURES, model[0].tolist(), strict=True):
+            print(f"  {feature:<28}{w:+.4f}")
+        for kind, w in model[1].items():
+            print(f"  prior {kind:<22}{w:+.4f}")
+        print(f"  intercept{'':<19}{model[2]:+.4f}")
     if args.write:
-        write_weights(weights, prior, intercept, args.write)
-        print(f"written into laminae/fusion.py as version {args.write}")
+        write_weights(general if args.write_general else None, howto, args.write)
+        print(f"written into laminae/fusion.py as version {args.write}"
+              + ("" if args.write_general else " (the how-to model; the general one kept)"))
     return 0
 
 

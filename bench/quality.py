@@ -44,6 +44,7 @@ DOCS = {  # docs-dev sites: set name -> (corpus in questions.jsonl, the folder t
     "docs-django": ("django", "/usr/share/doc/python-django-doc/html"),
     "docs-postgresql": ("postgresql", "/usr/share/doc/postgresql-doc-15/html"),
 }
+ONLY: list[str] = []  # --only: run the strategies whose label holds one of these (and the default)
 SUMMARY: list[tuple[str, str, float, str, float]] = []  # set, metric, retrieve, reference, its value
 LAYER2_DEPTH = 50  # layer-2 hits read to find 10 distinct components
 
@@ -152,6 +153,8 @@ def run_set(name: str, index_dir: Path | None, out: Path) -> None:
     for label, path in bm25_runs(bench, out).items():
         rows.append((label, score(bench, path, by), None))
     for label, strategy in strategies().items():
+        if ONLY and not label.startswith("search(q) default") and not any(part in label for part in ONLY):
+            continue
         path = out / f"{name}-{label.replace(' ', '_').replace('/', '_').replace('=', '')}.jsonl"
         times = []
         with path.open("w") as f:
@@ -244,6 +247,8 @@ def run_docs(name: str, index_dir: Path | None, out: Path) -> None:
     runs = {**{label: (fn, False) for label, fn in references.items()},
             **{label: ((lambda f: lambda q: f(index, q))(fn), True) for label, fn in docs_strategies().items()}}
     for label, (fn, timed) in runs.items():
+        if timed and ONLY and label != "retrieve(q) (default)" and not any(part in label for part in ONLY):
+            continue
         found, times = [], []
         for q in questions:
             started = time.perf_counter()
@@ -256,7 +261,7 @@ def run_docs(name: str, index_dir: Path | None, out: Path) -> None:
         rows.append((label, result, 1000 * float(np.median(times)) if timed else None))
         (out / f"{name}-{label.split('(')[0].strip().replace(' ', '_')}.json").write_text(json.dumps(result))
     bm25 = rows[0][1]
-    default = rows[2][1]
+    default = next(r for label, r, _ in rows if label == "retrieve(q) (default)")
     SUMMARY.append((name, "Hit@1", default["Hit@1"], rows[0][0], bm25["Hit@1"]))
     SUMMARY.append((name, "MRR@10", default["MRR@10"], rows[0][0], bm25["MRR@10"]))
     print(f"\n{name}: {len(questions)} questions, {len(docs)} pages, {len(comps)} components, index {index_dir}")
@@ -282,7 +287,10 @@ def main() -> int:
     parser.add_argument("--index", action="append", default=[], metavar="SET=DIR",
                         help="reuse an index built for SET instead of building one (repeatable)")
     parser.add_argument("--out", help="folder for run files, scores and built indexes (default: temporary)")
+    parser.add_argument("--only", default="", help="comma list: run only the strategies whose label holds one of "
+                        "these words (the default retrieve and the BM25 references always run), e.g. 'local hop'")
     args = parser.parse_args()
+    ONLY[:] = [part for part in args.only.split(",") if part]
     given = dict(item.split("=", 1) for item in args.index)
     names = [n for n in args.sets.split(",") if n]
     for n in [*names, *given]:

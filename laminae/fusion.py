@@ -13,6 +13,11 @@ positives, over both development sets: table questions and multi-hop passage que
 neither kind of evidence is sacrificed to the other); ``WEIGHTS_VERSION`` names the fit. The
 scores are the model's probability that a candidate is evidence. The kind priors apply to questions only
 (``is_question``): the fit saw only questions, and a keyword query says nothing about wanting a table.
+How-to questions (``is_procedural``: "how do I...", "how to...") are scored by weights of their own,
+fitted on the how-to questions of documentation sites, with features read from the component's
+page (``component_signals``: a generated index or source listing is told from prose by its
+function words, its tables and code) and from how much of what the question found is on that
+page.
 """
 
 from __future__ import annotations
@@ -46,8 +51,6 @@ FEATURES = (
     "own_similarity",  # similarity of the component's own vector
     # what the component and its page are, read from the page itself (``component_signals``)
     "log_chars",  # ln(1 + characters of the component's text)
-    "link_density",  # distinct pages the component links to, per word of its text
-    "page_link_density",  # distinct pages its page links to, per word of the page
     "page_prose",  # share of the page's words that are function words ("the", "of", "is"...)
     "prose",  # the same share in the component's own text
     "page_in_tables",  # share of its page's characters in tables (a generated index: all of them)
@@ -57,7 +60,7 @@ FEATURES = (
     "page_candidates",  # ln(1 + candidates on its page)
     "page_evidence",  # its page's summed 1 / (RANK_K + rank) over every ranking, over the best page's
 )
-SIGNALS = FEATURES[9:16]  # the columns of component_signals
+SIGNALS = FEATURES[9:14]  # the columns of component_signals
 FUNCTION_WORDS = (r"\b(?:the|a|an|of|to|in|is|are|be|been|that|this|it|its|for|with|as|on|by|or|and|if|"
                   r"you|your|can|will|not|which|from|at|when|into|than|then|there|these|so|we|has|have|was|"
                   r"were|but|do|does|should|must|may|each|any|all|how|what)\b")
@@ -72,9 +75,18 @@ KINDS: tuple[str, ...] = ("table",)
 
 # Fitted by bench/fusion_fit.py (see its output for the cross-validated quality of this fit).
 WEIGHTS_VERSION = "2026-11-24"
-WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045, 0, 0, 0, 0, 0, 0, 0, 0])
 KIND_PRIOR: dict[str, float] = {'table': 1.49698}
 INTERCEPT = -10.424
+
+# How-to questions (is_procedural) get weights of their own, fitted by bench/fusion_fit.py on the
+# how-to questions of the documentation sets (no kind prior): the general weights were fitted on
+# table and multi-hop questions, and fitting one model on all three kinds cost the table questions
+# 0.03 MRR@10 held out while the how-to questions still ranked generated index tables and source
+# listings first.
+HOWTO_WEIGHTS_VERSION = "2026-11-25-howto"
+HOWTO_WEIGHTS = np.array([0.0880529, 2.15385, 1.94692, 187.5, 1.50278, 149.427, -0.709732, 109.061, 1.59075, -0.0441897, 3.28545, 0.515586, 0.0787966, 0.121684, -0.293162, 0.0122631, 1.86879])
+HOWTO_INTERCEPT = -10.5853
 
 
 @dataclass
@@ -144,9 +156,13 @@ def kind_prior(kinds: Sequence[str] | np.ndarray, prior: dict[str, float] | None
 
 def scores(x: np.ndarray, kinds: Sequence[str] | np.ndarray, weights: np.ndarray | None = None,
            prior: dict[str, float] | None = None, intercept: float | None = None,
-           question: bool = True) -> np.ndarray:
+           question: bool = True, procedural: bool = False) -> np.ndarray:
     """Probability of being evidence, per candidate: the logistic of the weighted features plus
-    the kind's prior (for a ``question`` only; see ``is_question``)."""
+    the kind's prior (for a ``question`` only; see ``is_question``). A ``procedural`` question
+    (``is_procedural``) is scored with the how-to weights and no kind prior, unless ``weights``
+    are given."""
+    if procedural and weights is None:
+        weights, prior, intercept = HOWTO_WEIGHTS, {}, HOWTO_INTERCEPT
     w = WEIGHTS if weights is None else weights
     b = INTERCEPT if intercept is None else intercept
     z = x @ w + b
@@ -176,9 +192,11 @@ _PAGES_LOCK = threading.Lock()
 
 def component_signals(graph: Any, rows: np.ndarray) -> np.ndarray:
     """``SIGNALS`` of component ``rows`` of ``graph`` (a ``laminae.graph.Graph``), one row each, from
-    their text and links and their pages'. A generated index page (a general index, a module
-    index, a list of every page) is mostly link text: it links to many pages per word and holds
-    few function words, while a page that answers a how-to question is prose. A page's totals
+    their text and their pages'. A generated index page (a general index, a module index) is a
+    big table of names with few function words, a generated source listing is all code, while a
+    page that answers a how-to question is mostly prose. (Links per word, of the component and
+    of its page, were tried and added nothing held out: a general index links to few distinct
+    pages per word, as it links to each page many times.) A page's totals
     are computed the first time one of its components is a candidate and kept with the graph,
     so that opening a large index costs nothing more."""
     comps = graph.layers[1]
@@ -186,20 +204,15 @@ def component_signals(graph: Any, rows: np.ndarray) -> np.ndarray:
     if len(rows) == 0:
         return np.zeros((0, len(SIGNALS)))
     chars, words, function = _counts(comps.text.take(pa.array(rows)))
-    links = np.array([len(graph.component_links.get(r, ())) for r in rows.tolist()], dtype=np.float64)
     doc = np.asarray(comps.doc, dtype=np.int64)[rows]
     page = np.zeros((len(rows), 5))  # words, function words, characters, in tables, in code
-    page_links = np.zeros(len(rows))
     inside = doc >= 0
     if inside.any():
         totals = _page_totals(graph, np.unique(doc[inside]))
         page[inside] = np.array([totals[d] for d in doc[inside].tolist()])
-        page_links[inside] = [len(graph.out_links.get(d, ())) for d in doc[inside].tolist()]
     page_words, page_chars = np.maximum(page[:, 0], 1.0), np.maximum(page[:, 2], 1.0)
     return np.column_stack([
         np.log1p(chars),
-        links / np.maximum(words, 1.0),
-        page_links / page_words,
         page[:, 1] / page_words,
         function / np.maximum(words, 1.0),
         page[:, 3] / page_chars,

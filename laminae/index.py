@@ -650,7 +650,8 @@ class Index:
         if ev is None or not learned:
             fused_rows, fused = rrf(lists)
             return fused_rows, fused, similarity
-        probability = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query))
+        probability = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query),
+                                    procedural=ev.procedural)
         order = np.lexsort((ev.rows, -probability))
         return ev.rows[order], probability[order], similarity
 
