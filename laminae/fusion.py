@@ -84,9 +84,9 @@ INTERCEPT = -10.424
 # table and multi-hop questions, and fitting one model on all three kinds cost the table questions
 # 0.03 MRR@10 held out while the how-to questions still ranked generated index tables and source
 # listings first.
-HOWTO_WEIGHTS_VERSION = "2026-11-25-howto"
-HOWTO_WEIGHTS = np.array([0.0880529, 2.15385, 1.94692, 187.5, 1.50278, 149.427, -0.709732, 109.061, 1.59075, -0.0441897, 3.28545, 0.515586, 0.0787966, 0.121684, -0.293162, 0.0122631, 1.86879])
-HOWTO_INTERCEPT = -10.5853
+HOWTO_WEIGHTS_VERSION = "2026-11-25-howto-2sites"
+HOWTO_WEIGHTS = np.array([0.117134, 2.36834, 3.02417, 174.253, 1.43319, 119.438, -0.287781, 133.788, 0.754805, 0.131841, 2.89141, 0.811962, 0.0850752, -0.280832, -0.413891, -0.0989864, 2.81425])
+HOWTO_INTERCEPT = -11.249
 
 
 @dataclass
