@@ -57,6 +57,8 @@ SKIP_CLASSES = frozenset({
 # MediaWiki's citation marker is ``sup.reference``; Sphinx puts ``reference`` on every link and
 # DocBook on a whole part of a book, so the class alone is no reason to leave anything out
 SKIP_TAG_CLASSES = frozenset({("sup", "reference"), ("a", "src")})
+_TAG_CLASS_TAGS = frozenset(tag for tag, _ in SKIP_TAG_CLASSES)
+_NO_CLASSES: frozenset[str] = frozenset()
 # words of class names (split at - and _) that generators give navigation chrome: Bootstrap's and
 # Django's ``nav``, DocBook's ``navheader``, MkDocs' ``md-sidebar``, Docusaurus' ``theme-doc-toc-*``
 # and ``tableOfContents_*``, Hugo's ``td-toc``, Asciidoctor's ``toc2``, ``pagination-nav``...
@@ -118,7 +120,7 @@ SPLIT_TARGET_CHARS = 2000  # the size such pieces aim at
 LIST_CHUNK_CHARS = 2000  # a list's items are grouped into components up to this size
 SHORT_DL_CHARS = 1000  # a definition list up to this size (plain descriptions only) stays one component
 TERM_LEVEL = 7  # a definition's term is a section below every heading level
-MAX_TERM_SECTION_CHARS = 300
+MAX_TERM_SECTION_CHARS = 600
 
 
 def decode_html(body: bytes, charset: str | None = None) -> str:
@@ -180,26 +182,30 @@ def _content_aside(el: etree._Element, classes: frozenset[str]) -> bool:
 
 
 def _should_skip(el: etree._Element) -> bool:
-    tag = _tag(el)
+    tag = el.tag if isinstance(el.tag, str) else ""
     if tag in SKIP_TAGS:
         return True
-    classes = _classes(el)
+    attr = el.get("class")
+    classes = _class_names(attr) if attr else _NO_CLASSES
     if tag == "aside" and not _content_aside(el, classes):
         return True
-    if classes & SKIP_CLASSES or any((tag, c) in SKIP_TAG_CLASSES for c in classes):
-        return True
+    if classes:
+        if classes & SKIP_CLASSES or (tag in _TAG_CLASS_TAGS and any((tag, c) in SKIP_TAG_CLASSES for c in classes)):
+            return True
+        if _is_chrome(el, tag, classes):
+            return True
     if tag == "a" and _is_permalink(el, classes):
         return True
-    if classes and _is_chrome(el, tag, classes):
-        return True
-    el_id = (el.get("id") or "").lower()
-    if el_id in SKIP_IDS and tag not in HEADINGS and tag != "section" and not any(
+    el_id = el.get("id")
+    if el_id and el_id.lower() in SKIP_IDS and tag not in HEADINGS and tag != "section" and not any(
             c.startswith(("section", "sect", "refsect", "chapter")) for c in classes):
         return True
-    role = (el.get("role") or "").lower()
-    if role in SKIP_ROLES and not (role == "banner" and tag != "header") and not (
-            role == "complementary" and _content_aside(el, classes)):
-        return True
+    role = el.get("role")
+    if role:
+        role = role.lower()
+        if role in SKIP_ROLES and not (role == "banner" and tag != "header") and not (
+                role == "complementary" and _content_aside(el, classes)):
+            return True
     if tag == "header" and el.find(".//nav") is not None:
         return True
     style = el.get("style")
