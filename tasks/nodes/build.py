@@ -134,22 +134,13 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
         edges.add("contains", doc_id, 0, cid)
         for link in comp.links:
             edges.link(cid, 1, link)
-        if comp.kind == "paragraph":
-            spans = split_sentences(comp.text, comp.segments, cfg.language)
+        if comp.kind in ("paragraph", "code"):  # text spans: sentences of prose, runs of lines of code
+            kind, spans = (("sentence", split_sentences(comp.text, comp.segments, cfg.language))
+                           if comp.kind == "paragraph" else ("lines", split_code(comp.text)))
             for i, (start, end) in enumerate(spans):
                 text = comp.text[start:end]
-                sid = sub_id("sentence", text)
-                out.subcomponents.append(subcomponent_row(sid, doc_id, cid, "sentence", i, text,
-                                                  char_start=start, char_end=end))
-                edges.add("contains", cid, 1, sid)
-                for link in comp.links:
-                    if link.start < end and link.end > start:
-                        edges.link(sid, 2, link)
-        elif comp.kind == "code":
-            for i, (start, end) in enumerate(split_code(comp.text)):
-                text = comp.text[start:end]
-                sid = sub_id("lines", text)
-                out.subcomponents.append(subcomponent_row(sid, doc_id, cid, "lines", i, text,
+                sid = sub_id(kind, text)
+                out.subcomponents.append(subcomponent_row(sid, doc_id, cid, kind, i, text,
                                                           char_start=start, char_end=end))
                 edges.add("contains", cid, 1, sid)
                 for link in comp.links:
