@@ -139,6 +139,9 @@ EDGES = pa.schema(
         pa.field("target_url", pa.string()),  # raw (absolute) link target
         pa.field("target_id", pa.string()),  # document id of target_url itself, before resolution
         pa.field("resolved", pa.bool_()),  # dst_id is a document of this index
+        # links: how many anchors of the source point at the target (one row per source and target);
+        # null in indexes built before it, where each anchor had its own row
+        pa.field("anchors", pa.int32()),
     ]
 )
 

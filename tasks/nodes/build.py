@@ -3,7 +3,10 @@
 Reads a ``ParsedPage`` and its fetch record; returns plain row dicts for the ``documents``,
 ``components``, ``subcomponents`` and ``edges`` tables (vectors are added by the embed stage).
 Link targets get the id their URL maps to; the link-resolution stage later rewrites it through
-redirects and canonical URLs.
+redirects and canonical URLs. A node links to a target once, with the number of its anchors
+there (``anchors``). A page's image, video and table components and its distinct link targets
+are capped (``ParseConfig.max_*``): what is over a cap is dropped, before any picture or video is
+fetched, and named in the page's warnings.
 """
 
 from __future__ import annotations
@@ -47,6 +50,31 @@ def lead_text(page: ParsedPage, limit: int) -> str:
     return "\n".join(out)
 
 
+def cap_components(page: ParsedPage, cfg: ParseConfig) -> None:
+    """Drop the image, video and table components of ``page`` past its ``max_images``,
+    ``max_videos`` and ``max_tables`` (the first ones in document order stay), each breach noted in
+    ``page.warnings`` (reason ``too_many_images``... with the count dropped)."""
+    caps = {"image": cfg.max_images, "video": cfg.max_videos, "table": cfg.max_tables}
+    counts = Counter(comp.kind for comp in page.components)
+    over = {kind for kind, cap in caps.items() if counts[kind] > cap}
+    if not over:
+        return
+    seen: Counter[str] = Counter()
+    kept = []
+    for comp in page.components:
+        if comp.kind in over:
+            seen[comp.kind] += 1
+            if seen[comp.kind] > caps[comp.kind]:
+                continue
+        kept.append(comp)
+    page.components = kept
+    for kind in sorted(over):
+        page.warnings.append(
+            f"too_many_{kind}s: {counts[kind] - caps[kind]} of the page's {counts[kind]} {kind} components were "
+            f"dropped, over the cap of {caps[kind]} a page (LAMINAE_PARSE__MAX_{kind.upper()}S); the first "
+            f"{caps[kind]} are kept")
+
+
 def document_row(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> dict:
     """The layer-0 row, without its vector."""
     lead = lead_text(page, cfg.lead_chars)
@@ -71,7 +99,8 @@ def document_row(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> dict
 
 def edge_row(kind: str, src: str, layer: int, dst: str, document: str, *, link: Link | None = None,
              occurrence: int = 0) -> dict:
-    """One ``edges`` row: ``contains`` (no link) or ``links_to`` (dst is the link target's own id)."""
+    """One ``edges`` row: ``contains`` (no link) or ``links_to`` (dst is the link target's own id,
+    ``anchors`` the number of the source's anchors to it: 1 until more are counted)."""
     target_url = link.url if link else None
     return {
         "id": edge_id(src, kind, target_url or dst, occurrence),
@@ -84,15 +113,24 @@ def edge_row(kind: str, src: str, layer: int, dst: str, document: str, *, link: 
         "target_url": target_url,
         "target_id": dst if link else None,
         "resolved": None if link else True,
+        "anchors": 1 if link else None,
     }
 
 
 class _EdgeMaker:
-    def __init__(self, doc_id: str, own_urls: set[str]) -> None:
+    """A document's edges: ``contains`` rows, and one ``links_to`` row per (source, target) with
+    its anchors counted, for at most ``max_targets`` distinct targets (the first ones met)."""
+
+    def __init__(self, doc_id: str, own_urls: set[str], max_targets: int) -> None:
         self.doc_id = doc_id
         self.own_urls = own_urls
+        self.max_targets = max_targets
         self.rows: list[dict] = []
         self.seen: Counter[tuple[str, str, str]] = Counter()
+        self.links: dict[tuple[str, str], dict] = {}  # (source, target id) → its links_to row
+        self.targets: set[str] = set()
+        self.dropped_targets: set[str] = set()
+        self.dropped_anchors = 0
 
     def add(self, kind: str, src: str, layer: int, dst: str, *, link: Link | None = None) -> None:
         key = (src, kind, link.url if link else dst)
@@ -103,14 +141,39 @@ class _EdgeMaker:
     def link(self, src: str, layer: int, link: Link) -> None:
         if normalize_url(link.url) in self.own_urls:
             return  # a page's links to itself are not navigation
-        self.add("links_to", src, layer, document_id(link.url), link=link)
+        target = document_id(link.url)
+        row = self.links.get((src, target))
+        if row is not None:
+            row["anchors"] += 1
+            if not row["anchor_text"] and link.anchor:
+                row["anchor_text"] = link.anchor
+            return
+        if target not in self.targets:
+            if len(self.targets) >= self.max_targets:
+                self.dropped_targets.add(target)
+                self.dropped_anchors += layer <= 1  # a sentence's or row's link is its component's too
+                return
+            self.targets.add(target)
+        self.add("links_to", src, layer, target, link=link)
+        self.links[(src, target)] = self.rows[-1]
+
+    def warning(self) -> str | None:
+        """The page's warning when links were dropped over the cap (None when none were)."""
+        if not self.dropped_targets:
+            return None
+        return (f"too_many_links: {len(self.dropped_targets)} link targets ({self.dropped_anchors} anchors) were "
+                f"dropped, over the cap of {self.max_targets} distinct targets a page "
+                f"(LAMINAE_PARSE__MAX_LINKS); the first {self.max_targets} are kept")
 
 
 def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> DocumentNodes:
-    """Rows for one parsed page; ids are deterministic (see ``laminae.schemas.ids``)."""
+    """Rows for one parsed page; ids are deterministic (see ``laminae.schemas.ids``). The page's
+    components are capped first (``cap_components``) and its links while edges are made: each cap
+    breached adds a warning to ``page.warnings`` and the document row."""
+    cap_components(page, cfg)
     out = DocumentNodes(document_row(page, doc_id, fetch, cfg))
     own = {normalize_url(u) for u in (fetch.url, fetch.final_url, page.canonical_url, *fetch.redirects) if u}
-    edges = _EdgeMaker(doc_id, own)
+    edges = _EdgeMaker(doc_id, own, cfg.max_links)
     comp_seen: Counter[tuple[str, str]] = Counter()
     sub_seen: Counter[tuple[str, str]] = Counter()
 
@@ -161,6 +224,10 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
                     if link.row == seg.index:
                         edges.link(rid, 2, link)
     out.edges = edges.rows
+    dropped = edges.warning()
+    if dropped:
+        page.warnings.append(dropped)
+        out.document["warnings"].append(dropped)
     serialize_document(out.document, out.components, out.subcomponents)
     out.document["n_components"] = len(out.components)
     out.document["n_subcomponents"] = len(out.subcomponents)
