@@ -323,7 +323,7 @@ class HtmlParser:
         except (etree.ParserError, ValueError) as exc:
             raise ParseError(f"lxml could not build a tree: {exc}") from None
         base = self.root.find(".//base[@href]")
-        self.base_url = urljoin(url, base.get("href")) if base is not None else url
+        self.base_url = urljoin(url, resolve_href(url, base.get("href")) or "") if base is not None else url  # web: no file://
         self.components: list[Component] = []
         self.sections: list[tuple[int, str]] = []
         self.consumed: set[etree._Element] = set()
@@ -969,7 +969,22 @@ class HtmlParser:
         for comp in self.components:
             if comp.kind in ("image", "video"):
                 comp.text = image_text_proxy(comp, self.title)
-        return ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components)
+        page = ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components)
+        if not self.components and _table_of_contents(content):
+            page.warnings.append("navigation_only: the page holds only a table of contents (a chapter's or a "
+                                 "part's index page of a documentation site); nothing to index")
+        return page
+
+
+def _table_of_contents(content: etree._Element) -> bool:
+    """Whether ``content`` holds a table of contents with links (DocBook's ``div.toc``, Sphinx's
+    ``toctree-wrapper``, ``nav#toc``...): a page that is nothing else is a generator's index of
+    its chapter, not a page that failed to parse."""
+    for el in content.iter("div", "nav", "dl", "ul", "section"):
+        words = _class_words(_classes(el)) | {(el.get("id") or "").lower()}
+        if words & {"toc", "toc2", "toctree", "tableofcontents", "contents"} and el.find(".//a[@href]") is not None:
+            return True
+    return False
 
 
 def _definition_groups(dl: etree._Element) -> list[tuple[list[etree._Element], list[etree._Element]]]:

@@ -142,6 +142,9 @@ def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
     except Exception as exc:  # a parser bug must not sink the batch: record it with the page
         log.exception("parse of %s failed", res.url)
         return None, [error_row(run_id, res.url, "parse", "parser_exception", f"{type(exc).__name__}: {exc}")], []
+    if not page.components and any(w.startswith("navigation_only") for w in page.warnings):
+        reason, _, message = next(w for w in page.warnings if w.startswith("navigation_only")).partition(": ")
+        return None, [error_row(run_id, res.url, "parse", reason, message, severity="warning")], []
     if not page.components:  # often a script-rendered page; keep what an earlier build indexed
         what = "a text layer or images in the PDF" if pdf else "paragraphs, tables or images in the HTML"
         reason = "no_text_layer" if pdf and any(w.startswith("no_text_layer") for w in page.warnings) \

@@ -719,3 +719,34 @@ def test_coverage_bench_on_a_seeds_file(tmp_path, server):
     assert coverage.main([str(seeds), "--json", str(out)]) == 0
     pages = json.loads(out.read_text())[str(seeds)]["pages"]
     assert [(p["url"].rsplit("/", 1)[-1], p["share"] >= 0.98) for p in pages] == [("docbook.html", True), ("rtd.html", True)]
+
+
+def docbook_chapter_index() -> str:
+    """A DocBook chapter's own page: the navigation bar, the chapter title and its table of contents."""
+    entries = "".join(f'<dt><span class="sect1"><a href="widgets-{i}.html">9.{i}. Widget topic {i}</a></span></dt>'
+                      for i in range(1, 6))
+    return f"""<html><head><title>Chapter 9. Widgets</title></head><body id="docContent"><div class="navheader"><table
+summary="Navigation header"><tr><td><a accesskey="p" href="prev.html">Prev</a></td><td><a accesskey="n"
+href="widgets-1.html">Next</a></td></tr></table></div><div class="chapter" id="WIDGETS"><div class="titlepage"><div><div><h2
+class="title">Chapter 9. Widgets</h2></div></div></div><div class="toc"><p><strong>Table of Contents</strong></p><dl
+class="toc">{entries}</dl></div></div></body></html>"""
+
+
+def test_a_chapter_page_holding_only_its_table_of_contents_is_a_warning_not_an_error(tmp_path):
+    from laminae.tasks.config import BuildSettings
+    from laminae.tasks.parse.pages import parse_page
+    from laminae.tasks.storage.rawstore import RawStore
+
+    parsed = parse_html(docbook_chapter_index().encode(), "file:///site/widgets.html")
+    assert parsed.components == [] and [w.split(":")[0] for w in parsed.warnings] == ["navigation_only"]
+    raw = RawStore(str(tmp_path))
+    pages = {"widgets.html": docbook_chapter_index(),
+             "app.html": "<html><body><div id='app'></div><script>render()</script></body></html>"}
+    rows = {}
+    for name, html in pages.items():
+        res = FetchResult(f"file:///site/{name}", content_type="text/html", raw_key=raw.put(html.encode()), status=200)
+        nodes, problems, warnings = parse_page(res, str(tmp_path), BuildSettings(), "run")
+        assert nodes is None and warnings == []
+        rows[name] = [(p["stage"], p["reason"], p["severity"]) for p in problems]
+    assert rows == {"widgets.html": [("parse", "navigation_only", "warning")],
+                    "app.html": [("parse", "no_content", "error")]}
