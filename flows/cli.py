@@ -48,6 +48,8 @@ def _settings(args: argparse.Namespace) -> dict:
         crawl["respect_robots"] = False
     if args.allow_host:
         crawl["allow_hosts"] = args.allow_host
+    if args.allow_private:
+        crawl["allow_private"] = args.allow_private
     if args.delay is not None:
         crawl["per_host_delay"] = args.delay
     if args.concurrency is not None:
@@ -244,6 +246,9 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
                    help="also fetch in-scope pages linked from the seeds, N links deep (default 0)")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                    help="a host besides the seeds' hosts that may be fetched (repeatable)")
+    p.add_argument("--allow-private", action="append", default=[], metavar="HOST_OR_NETWORK",
+                   help="a host name or IP network (10.0.0.0/8) that may be fetched although it is private, "
+                   "loopback or link-local (repeatable; a seed's own host always may)")
     p.add_argument("--no-robots", action="store_true", help="ignore robots.txt (only for your own sites)")
     p.add_argument("--delay", type=float, help="seconds between requests to one host")
     p.add_argument("--concurrency", type=int, help="requests in flight per host (default 4)")

@@ -2,8 +2,16 @@
 
 Reads seed URLs (``file://`` ones from the local disk: ``tasks/crawl/files.py``); writes raw bodies into the index's content-addressed ``RawStore`` and returns
 one ``FetchResult`` per URL (status, final URL, redirect chain, sniffed content type, raw key or
-the error that stopped it). Politeness: per-host concurrency and delay, robots.txt, bounded
+the error that stopped it), plus one per robots.txt that could not be read whole (kind
+``robots``, a warning). Politeness: per-host concurrency and delay, robots.txt, bounded
 redirects, connect/read/total timeouts, body size caps, retries with backoff on transient errors.
+
+Scope: every request (robots.txt, sitemaps, pages, pictures, videos, captions) goes through
+``Crawler.fetch``, which checks each redirect hop before asking it (a seed's or allow-listed
+host; not a private, loopback, link-local or other non-global address unless it is a seed's
+host or allowed by ``allow_private``: the name is resolved and its addresses checked, and the
+address a response really came from is checked again before its body is read) and streams the
+body under its cap, undoing gzip or deflate in steps that stop at the cap.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import logging
 import mimetypes
 import socket
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +58,9 @@ VIDEO_TYPES = frozenset({"video/mp4", "video/quicktime", "video/webm", "video/x-
                          "video/x-msvideo"})
 PAGE_TYPES = HTML_TYPES | {PDF_TYPE} | VIDEO_TYPES  # what becomes a document
 ROBOTS_TTL = 3600.0  # seconds a robots.txt answer serves later crawlers in this process (image batches)
+ROBOTS_MAX_BYTES = 1_000_000  # of a robots.txt (decompressed) read; the rules past it are not (RFC 9309 asks 500 KiB)
+INFLATE_STEP = 1 << 20  # bytes one step of gzip/deflate decoding may produce (a bomb inflates 1000x)
+GZIP_MAGIC = b"\x1f\x8b"
 _ROBOTS: dict[str, tuple[float, Protego | None]] = {}
 _SKIP_LINK_SUFFIXES = (
     ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
@@ -61,7 +73,8 @@ class FetchResult:
     """What happened when one URL was fetched; ``error`` is None on success."""
 
     url: str
-    kind: str = "page"  # page | image | video | captions | sitemap | folder (sitemap, folder: a seed's listing went wrong)
+    kind: str = "page"  # page | image | video | captions | sitemap | robots | folder (sitemap, folder: a seed's
+    # listing went wrong; robots: a robots.txt that could not be read whole)
     final_url: str | None = None
     redirects: list[str] = field(default_factory=list)
     status: int | None = None
@@ -79,7 +92,8 @@ class FetchResult:
     fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     not_modified: bool = False
     severity: str = "error"  # of the error: "warning" for a bound reached while listing a seed
-    body: bytes | None = field(default=None, repr=False)  # a sitemap's bytes (kind sitemap), never stored
+    body: bytes | None = field(default=None, repr=False)  # a sitemap's or robots.txt's bytes, never stored
+    truncated: bool = False  # a robots.txt cut at ROBOTS_MAX_BYTES (its other bodies fail too_large instead)
 
     @property
     def ok(self) -> bool:
@@ -169,23 +183,101 @@ def _parse_content_type(header: str | None) -> tuple[str | None, str | None]:
     return mime.strip().lower() or None, charset
 
 
-def is_private_host(host: str) -> bool:
-    """True when ``host`` is, or resolves to, a loopback, private, link-local or reserved address."""
-    try:
-        addresses = [ipaddress.ip_address(host.strip("[]"))]
-    except ValueError:
+class _Inflater:
+    """A body's ``Content-Encoding`` (gzip, deflate or none) undone chunk by chunk, never past ``cap``
+    bytes out: each step inflates at most ``INFLATE_STEP`` bytes, and decoding stops one byte past
+    the cap (``over``), so a few kB of gzip that would inflate to gigabytes cost a few MB."""
+
+    def __init__(self, encoding: str | None, cap: int) -> None:
+        codings = [c.strip().lower() for c in (encoding or "").split(",")]
+        codings = [c for c in codings if c and c != "identity"]
+        if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
+            raise _Failure("bad_encoding", f"Content-Encoding {encoding!r}: only gzip and deflate are asked for "
+                           "(Accept-Encoding) and read")
+        self.coding = codings[0] if codings else None
+        self.room = cap  # bytes that may still come out; below zero: over the cap
+        self._z: zlib._Decompress | None = None
+
+    @property
+    def over(self) -> bool:
+        return self.room < 0
+
+    def _start(self, data: bytes) -> zlib._Decompress:
+        if self.coding == "deflate":  # zlib-wrapped as the RFC says, or raw deflate as some servers send
+            zlib_header = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            return zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> bytes:
+        """The decoded bytes of the next raw chunk: at most one byte more than the room left."""
+        if self.coding is None:
+            out = data[: self.room + 1]
+            self.room -= len(out)
+            return out
+        pieces: list[bytes] = []
         try:
-            infos = socket.getaddrinfo(host, None)
-        except OSError:
-            return False
-        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
-    return any(a.is_private or a.is_loopback or a.is_link_local or a.is_reserved for a in addresses)
+            while data and self.room >= 0:
+                if self._z is None:
+                    self._z = self._start(data)
+                piece = self._z.decompress(data, min(INFLATE_STEP, self.room + 1))
+                self.room -= len(piece)
+                pieces.append(piece)
+                data = self._z.unconsumed_tail
+                if self._z.eof:  # another gzip member may follow; anything else after the end is ignored
+                    rest = self._z.unused_data
+                    self._z = None
+                    data = rest if self.coding != "deflate" and rest.startswith(GZIP_MAGIC) else b""
+        except zlib.error as exc:
+            raise _Failure("bad_encoding", f"undecodable {self.coding} body: {exc}") from None
+        return b"".join(pieces)
+
+
+def addresses_of(host: str) -> list[str]:
+    """The addresses ``host`` is (an IP literal) or resolves to; none when it does not resolve (the
+    connection then fails, or the address it reaches is checked: ``Crawler._check_peer``)."""
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return []
+    return list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos))
+
+
+def _plain(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An address with the IPv4 address an IPv6 one carries (mapped ``::ffff:a.b.c.d``, 6to4) unwrapped."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        return ip.ipv4_mapped or ip.sixtofour or ip
+    return ip
+
+
+def is_non_global(address: str) -> bool:
+    """A private, loopback, link-local, shared, reserved, multicast or unspecified address: one the
+    open web does not reach."""
+    ip = _plain(address)
+    return not ip.is_global or ip.is_multicast
+
+
+def is_private_host(host: str) -> bool:
+    """True when ``host`` is, or resolves to, a non-global address (``is_non_global``)."""
+    return any(is_non_global(a) for a in addresses_of(host))
 
 
 def host_of(url: str) -> str:
+    """``host`` or ``host:port`` of a URL, lowercased; an IPv6 host keeps its brackets."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
     return f"{host}:{parts.port}" if parts.port else host
+
+
+def bare_host(host: str) -> str:
+    """The host name of a ``host_of`` string, its port and brackets removed."""
+    return (urlsplit("//" + host).hostname or "").lower()
 
 
 def seed_scope(url: str) -> str:
@@ -197,7 +289,8 @@ class Crawler:
     """An async HTTP client with per-host politeness; use as ``async with Crawler(...) as c``.
 
     ``seed_hosts`` are ``seed_scope``s: hosts, and the folder URLs of ``file://`` seeds, under
-    which files are read (no robots.txt, no politeness: the disk is ours)."""
+    which files are read (no robots.txt, no politeness: the disk is ours). ``problems`` collects
+    a result for each robots.txt that could not be read whole (kind ``robots``, a warning)."""
 
     def __init__(
         self,
@@ -212,7 +305,11 @@ class Crawler:
         seed_hosts = set(seed_hosts)
         self.roots = real_roots(seed_hosts)
         self.seed_hosts = {h.lower() for h in seed_hosts if not is_file_url(h)}
+        self.seed_names = {bare_host(h) for h in self.seed_hosts}  # a seed's host may be private
         self.allow_hosts = {h.lower() for h in cfg.allow_hosts}
+        self.private_names = {a for a in cfg.allow_private if not _is_network(a)}
+        self.private_networks = [ipaddress.ip_network(a, strict=False) for a in cfg.allow_private if _is_network(a)]
+        self.problems: list[FetchResult] = []
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._global = asyncio.Semaphore(cfg.total_concurrency)
@@ -221,7 +318,7 @@ class Crawler:
         self._host_locks: dict[str, asyncio.Lock] = {}
         self._robots: dict[str, Protego | None] = {}
         self._robots_locks: dict[str, asyncio.Lock] = {}
-        self._private_cache: dict[str, bool] = {}
+        self._addresses: dict[str, list[str]] = {}
 
     async def __aenter__(self) -> Crawler:
         timeout = httpx.Timeout(
@@ -247,27 +344,60 @@ class Crawler:
         if urlsplit(url).scheme not in ("http", "https"):
             return False
         host = host_of(url)
-        bare = host.split(":")[0]
-        return host in self.seed_hosts or host in self.allow_hosts or bare in self.allow_hosts
+        return host in self.seed_hosts or host in self.allow_hosts or bare_host(host) in self.allow_hosts
 
-    async def may_follow(self, url: str) -> bool:
-        """In scope, and not on a private or loopback address unless its host is a seed host; a
-        ``file://`` URL when its real path is inside a seed folder."""
+    async def refusal(self, url: str) -> _Failure | None:
+        """Why ``url`` may not be fetched (``out_of_scope``, ``private_address``), or None: the
+        check of every redirect hop and of every link before it is followed. A ``file://`` URL
+        may be read when its real path is inside a seed folder."""
         if is_file_url(url):
             try:
                 await asyncio.to_thread(self.in_folders, url)
-            except FileProblem:
-                return False
-            return True
+            except FileProblem as problem:
+                return _Failure(problem.reason, problem.message)
+            return None
         if not self.in_scope(url):
-            return False
+            return _Failure("out_of_scope", f"{url} is not on a seed or allow-listed host")
         host = host_of(url)
-        if host in self.seed_hosts:
-            return True
-        bare = host.split(":")[0]
-        if bare not in self._private_cache:
-            self._private_cache[bare] = await asyncio.to_thread(is_private_host, bare)
-        return not self._private_cache[bare]
+        name = bare_host(host)
+        if name in self.seed_names or name in self.private_names or host in self.private_names:
+            return None
+        if name not in self._addresses:
+            self._addresses[name] = await asyncio.to_thread(addresses_of, name)
+        for address in self._addresses[name]:
+            if not self._private_allowed(address):
+                return _Failure("private_address", self._private_message(url, name, address))
+        return None
+
+    async def may_follow(self, url: str) -> bool:
+        """In scope, and not on a private or loopback address unless its host is a seed's host or
+        allowed (``refusal``)."""
+        return await self.refusal(url) is None
+
+    def _private_allowed(self, address: str) -> bool:
+        return not is_non_global(address) or any(_plain(address) in net for net in self.private_networks)
+
+    @staticmethod
+    def _private_message(url: str, name: str, address: str) -> str:
+        at = "" if name == address else f" ({name} is at {address})"
+        return (f"{url} is on a private, loopback, link-local or other non-global address{at} and is not a "
+                f"seed's host; not fetched (allow it with --allow-private {name} or its network)")
+
+    def _check_peer(self, url: str, resp: httpx.Response) -> None:
+        """Refuse a response from a non-global address the name did not resolve to when checked
+        (DNS rebinding): the request was sent, its body is never read."""
+        stream = resp.extensions.get("network_stream")
+        peer = stream.get_extra_info("server_addr") if stream is not None else None
+        if not peer:
+            return
+        host = host_of(url)
+        name = bare_host(host)
+        if name in self.seed_names or name in self.private_names or host in self.private_names:
+            return
+        address = str(peer[0]).split("%", 1)[0]
+        if not self._private_allowed(address):
+            raise _Failure("private_address", self._private_message(url, name, address) + "; it answered from "
+                           "there although the name resolved elsewhere when checked, and its body was not read")
 
     def in_folders(self, url: str) -> None:
         """Raise FileProblem unless ``url`` is a local file inside a seed folder."""
@@ -283,17 +413,34 @@ class Crawler:
             if origin not in self._robots and cached and time.monotonic() - cached[0] < ROBOTS_TTL:
                 self._robots[origin] = cached[1]
             if origin not in self._robots:
-                parser: Protego | None = None
-                try:
-                    assert self._client is not None
-                    resp = await self._client.get(origin + "/robots.txt", follow_redirects=True)
-                    if resp.status_code == 200 and len(resp.content) < 1_000_000:
-                        parser = Protego.parse(resp.text)
-                except httpx.HTTPError as exc:  # unreachable robots.txt: crawl as if none
-                    log.debug("robots.txt for %s unreadable: %s", origin, exc)
+                parser = await self._read_robots(origin + "/robots.txt")
                 self._robots[origin] = parser
                 _ROBOTS[origin] = (time.monotonic(), parser)
             return self._robots[origin]
+
+    async def _read_robots(self, url: str) -> Protego | None:
+        """The rules of one robots.txt, fetched like any page (each redirect hop checked, the body
+        streamed and cut at ROBOTS_MAX_BYTES decompressed); None when it has none to give. A
+        robots.txt that is absent (4xx) or empty has no rules; one cut at the cap gives the rules
+        of its first ROBOTS_MAX_BYTES bytes, and one that could not be read at all gives none
+        (crawled as if absent), each of these two with a warning in ``problems``."""
+        res = await self.fetch(url, kind="robots")
+        status = res.status or 0
+        if res.ok and res.body is not None:
+            text = res.body.decode("utf-8", errors="replace")
+            if res.truncated:
+                text = text.rsplit("\n", 1)[0]  # the line cut in two is not a rule
+                self.problems.append(FetchResult(
+                    url=url, kind="robots", error="robots_truncated", severity="warning", status=status,
+                    message=f"{url} is larger than {ROBOTS_MAX_BYTES} bytes (once decompressed); only the rules "
+                    "before that were read"))
+            return Protego.parse(text)
+        if res.ok or res.error == "empty_body" or (400 <= status < 500 and res.error == f"http_{status}"):
+            return None  # a page (a 304 cannot come: nothing conditional was asked) or no robots.txt
+        self.problems.append(FetchResult(
+            url=url, kind="robots", error=res.error, severity="warning", status=res.status,
+            message=f"robots.txt unreadable, its host crawled as if it had none: {res.message}"))
+        return None
 
     async def _allowed(self, url: str) -> bool:
         if not self.cfg.respect_robots:
@@ -329,7 +476,8 @@ class Crawler:
     ) -> FetchResult:
         """Fetch one URL with retries on transient failures (after the server's Retry-After when it
         gives one, else with exponential backoff); never raises for bad input. A ``file://`` URL is
-        read from the disk (``etag``: the size and mtime of the previous read)."""
+        read from the disk (``etag``: the size and mtime of the previous read). Kind ``robots``
+        (a robots.txt) is not itself subject to robots.txt and is cut at its cap, not refused."""
         result = FetchResult(url=url, kind=kind)
         if is_file_url(url):
             await asyncio.to_thread(self._read_file, result, etag)
@@ -371,7 +519,7 @@ class Crawler:
 
     def _max_bytes(self, kind: str) -> int:
         return {"image": self.cfg.max_image_bytes, "video": self.cfg.max_video_bytes,
-                "sitemap": self.cfg.sitemap_max_bytes}.get(kind, self.cfg.max_body_bytes)
+                "sitemap": self.cfg.sitemap_max_bytes, "robots": ROBOTS_MAX_BYTES}.get(kind, self.cfg.max_body_bytes)
 
     def _retry_worth(self, exc: BaseException) -> bool:
         if isinstance(exc, TimeoutError):
@@ -389,13 +537,18 @@ class Crawler:
         assert self._client is not None, "use Crawler as an async context manager"
         result.error = result.message = None
         result.redirects = []
+        result.truncated = False
         max_bytes = self._max_bytes(result.kind)
+        cut = result.kind == "robots"  # read up to the cap and keep that, instead of refusing the body
         url = result.url
         seen = {normalize_url(url)}
         for _hop in range(self.cfg.max_redirects + 1):
-            if not self.in_scope(url):
-                raise _Failure("out_of_scope", f"{url} is not on a seed or allow-listed host")
-            if not await self._allowed(url):
+            if is_file_url(url):
+                raise _Failure("out_of_scope", f"{url} is a file; a web page never leads into the disk")
+            refused = await self.refusal(url)
+            if refused is not None:
+                raise refused
+            if not cut and not await self._allowed(url):
                 raise _Failure("robots_disallowed", f"robots.txt disallows {url}")
             host = host_of(url)
             headers = {}
@@ -408,6 +561,7 @@ class Crawler:
                 await self._wait_turn(host, url)
                 try:
                     async with self._client.stream("GET", url, headers=headers) as resp:
+                        self._check_peer(url, resp)
                         status = resp.status_code
                         result.status = status
                         if status in (301, 302, 303, 307, 308):
@@ -434,16 +588,9 @@ class Crawler:
                             )
                         declared, charset = _parse_content_type(resp.headers.get("content-type"))
                         length = resp.headers.get("content-length")
-                        if length and length.isdigit() and int(length) > max_bytes:
+                        if not cut and length and length.isdigit() and int(length) > max_bytes:
                             raise _Failure("too_large", f"Content-Length {length} exceeds {max_bytes} bytes")
-                        chunks: list[bytes] = []
-                        size = 0
-                        async for chunk in resp.aiter_bytes():
-                            size += len(chunk)
-                            if size > max_bytes:
-                                raise _Failure("too_large", f"body exceeds {max_bytes} bytes")
-                            chunks.append(chunk)
-                        body = b"".join(chunks)
+                        body, result.truncated = await _read_body(resp, max_bytes, cut=cut)
                         result.etag = resp.headers.get("etag")
                         result.last_modified = resp.headers.get("last-modified")
                 except httpx.TimeoutException as exc:
@@ -461,12 +608,44 @@ class Crawler:
             if not body:
                 raise _Failure("empty_body", "the response body is empty", status=status)
             result.content_type = sniff_content_type(body, declared)
-            if result.kind == "sitemap":
+            if result.kind in ("sitemap", "robots"):
                 result.body = body
             else:
                 result.raw_key = self.store.put(body)
             return
         raise _Failure("too_many_redirects", f"more than {self.cfg.max_redirects} redirects from {result.url}")
+
+
+async def _read_body(resp: httpx.Response, max_bytes: int, *, cut: bool) -> tuple[bytes, bool]:
+    """The decoded body of a streamed response and whether it was cut: past ``max_bytes`` (raw or
+    decoded) ``too_large``, or with ``cut`` the first ``max_bytes`` bytes and True. The raw
+    stream is read and decoded here (``_Inflater``), not by httpx, whose decoders inflate a whole
+    network chunk at once (64 kB of gzip: up to 64 MB)."""
+    inflater = _Inflater(resp.headers.get("content-encoding"), max_bytes)
+    how = f" once {inflater.coding}-decoded" if inflater.coding else ""
+    chunks: list[bytes] = []
+    raw = 0
+    async for data in resp.aiter_raw():
+        raw += len(data)
+        if raw > max_bytes and inflater.coding:
+            if cut:
+                return b"".join(chunks), True
+            raise _Failure("too_large", f"the {inflater.coding}-encoded body exceeds {max_bytes} bytes")
+        chunks.append(inflater.feed(data))
+        if inflater.over:
+            if cut:
+                return b"".join(chunks)[:max_bytes], True
+            raise _Failure("too_large", f"body exceeds {max_bytes} bytes{how}")
+    return b"".join(chunks), False
+
+
+def _is_network(entry: str) -> bool:
+    """Is an ``allow_private`` entry an address or network (else: a host name)."""
+    try:
+        ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def extract_links(body: bytes, base_url: str) -> list[str]:
@@ -478,7 +657,8 @@ def extract_links(body: bytes, base_url: str) -> list[str]:
     except (ValueError, lxml.etree.ParserError):
         return []
     base = root.find(".//base[@href]")
-    base_url = urljoin(base_url, base.get("href")) if base is not None else base_url
+    # a <base> is a link's rule too: a web page's cannot lead into the disk (nor anywhere odd)
+    base_url = (resolve_href(base_url, base.get("href")) or base_url) if base is not None else base_url
     out = []
     for a in root.iterfind(".//a[@href]"):
         target = resolve_href(base_url, a.get("href"))
@@ -555,16 +735,31 @@ async def crawl_async(
                         or res.content_type in VIDEO_TYPES or not res.raw_key):
                     continue
                 extract = extract_pdf_links if res.content_type == PDF_TYPE else extract_links
-                for link in extract(store.get(res.raw_key), res.final_url or res.url):
+                source = res.final_url or res.url
+                for link in extract(store.get(res.raw_key), source):
                     key = normalize_url(link)
                     if key in seen or len(seen) >= cfg.max_pages:
                         continue
-                    if await crawler.may_follow(link):
+                    if is_file_url(link) and not is_file_url(source):
+                        continue  # a web page never leads into the disk (resolve_href already says so)
+                    refused = await crawler.refusal(link)
+                    if refused is None:
                         seen.add(key)
                         next_frontier.append((link, {}))
+                    elif refused.reason == "private_address":  # an allow-listed host: say why it is left
+                        seen.add(key)
+                        skipped = FetchResult(url=link, error=refused.reason, message=refused.message,
+                                              severity="warning", depth=depth + 1)
+                        results.append(skipped)
+                        if on_result:
+                            on_result(skipped)
             frontier = next_frontier
             if not frontier:
                 break
+        for problem in crawler.problems:
+            results.append(problem)
+            if on_result:
+                on_result(problem)
     return results
 
 
@@ -638,7 +833,8 @@ def crawl(seeds: list[Seed], cfg: CrawlConfig, store: RawStore, **kwargs) -> lis
 
 
 async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore, seed_hosts: set[str], kind: str,
-                              previous: dict[str, dict]) -> dict[str, FetchResult]:
+                              previous: dict[str, dict], problems: list[FetchResult] | None
+                              ) -> dict[str, FetchResult]:
     async with Crawler(cfg, store, seed_hosts) as crawler:
 
         async def fetch(url: str) -> FetchResult:
@@ -650,16 +846,20 @@ async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore
             return res
 
         results = await asyncio.gather(*(fetch(u) for u in urls))
+    if problems is not None:
+        problems.extend(crawler.problems)
     return dict(zip(urls, results, strict=True))
 
 
 def fetch_images(urls: Iterable[str], cfg: CrawlConfig, store: RawStore, seed_hosts: set[str], kind: str = "image",
-                 previous: dict[str, dict] | None = None) -> dict[str, FetchResult]:
+                 previous: dict[str, dict] | None = None, problems: list[FetchResult] | None = None
+                 ) -> dict[str, FetchResult]:
     """Fetch image URLs (or, with ``kind`` video or captions, the files a page's videos need) under
-    the page rules; out-of-scope URLs come back with error ``out_of_scope``. ``previous`` (URL → its
-    last ``fetches`` row) makes the requests conditional: a 304 answer carries the previous bytes'
-    key (``not_modified``)."""
+    the page rules; out-of-scope URLs come back with error ``out_of_scope``, those on a refused
+    private address with ``private_address``. ``previous`` (URL → its last ``fetches`` row) makes
+    the requests conditional: a 304 answer carries the previous bytes' key (``not_modified``).
+    ``problems`` receives the robots.txt warnings of hosts whose robots.txt this call read."""
     unique = list(dict.fromkeys(urls))
     if not unique:
         return {}
-    return asyncio.run(_fetch_images_async(unique, cfg, store, seed_hosts, kind, previous or {}))
+    return asyncio.run(_fetch_images_async(unique, cfg, store, seed_hosts, kind, previous or {}, problems))

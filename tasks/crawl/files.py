@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
@@ -88,7 +88,9 @@ def list_folder(url: str, roots: list[Path]) -> tuple[list[str], list[tuple[str,
     """The page files under the folder ``url``, depth first in name order, and ``(folder URL,
     reason, message)`` for each folder that could not be listed. Hidden entries (``.git``) are
     skipped; symlinked folders are not descended into (their files are reached, if inside, by
-    their real folder); symlinked files are listed and checked when read."""
+    their real folder); symlinked files are listed and checked when read. The walk keeps its own
+    stack, so any depth is listed (no recursion limit); a folder whose path the system refuses as
+    too long is an ``unreadable`` problem like any other."""
     pages: list[str] = []
     problems: list[tuple[str, str, str]] = []
     try:
@@ -98,30 +100,36 @@ def list_folder(url: str, roots: list[Path]) -> tuple[list[str], list[tuple[str,
     if not top.exists():
         return [], [(url, "not_found", f"folder {top} does not exist")]
 
-    def walk(folder: Path, folder_url: str) -> None:
+    def entries(folder: Path, folder_url: str) -> Iterator[os.DirEntry]:
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                listed = sorted(it, key=lambda e: e.name)
         except NotADirectoryError:
             problems.append((folder_url, "not_a_folder", f"{folder} is not a folder"))
-            return
+            return iter(())
         except OSError as exc:
             problems.append((folder_url, "unreadable", f"folder {folder} cannot be listed: {exc.strerror or exc}"))
-            return
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            path = folder / entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                walk(path, file_url(path, folder=True))
-            elif entry.name.lower().endswith(PAGE_SUFFIXES):
-                pages.append(file_url(path))
+            return iter(())
+        return iter(listed)
 
-    walk(top, file_url(top, folder=True))
+    stack = [(top, entries(top, file_url(top, folder=True)))]
+    while stack:
+        folder, rest = stack[-1]
+        entry = next(rest, None)
+        if entry is None:
+            stack.pop()
+            continue
+        if entry.name.startswith("."):
+            continue
+        path = folder / entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_dir = False
+        if is_dir:
+            stack.append((path, entries(path, file_url(path, folder=True))))
+        elif entry.name.lower().endswith(PAGE_SUFFIXES):
+            pages.append(file_url(path))
     return pages, problems
 
 

@@ -61,14 +61,20 @@ def attach_images(
     """Fetch and check every image component's picture in place.
 
     Returns the fetch results of in-scope images and ``(component, url, reason, message)`` for
-    each image that could not be used (a file outside the seed folders among them; an image on
-    another host is simply not fetched).
+    each image that could not be used (a file outside the seed folders among them, one on a
+    refused private address; an image on another host is simply not fetched) and for each
+    robots.txt first read here that could not be read whole (with the first image of its host).
     """
     images = [c for c in components if c["kind"] == "image" and c.get("image_url")]
     if not images or not cfg.fetch_images:
         return [], []
-    fetched = fetch_images([c["image_url"] for c in images], cfg, raw, seed_hosts)
+    robots: list[FetchResult] = []
+    fetched = fetch_images([c["image_url"] for c in images], cfg, raw, seed_hosts, problems=robots)
     problems = []
+    for res in robots:
+        origin = res.url.removesuffix("robots.txt")
+        first = next((c for c in images if c["image_url"].startswith(origin)), images[0])
+        problems.append((first, res.url, res.error or "robots_unreadable", res.message or ""))
     for comp in images:
         res = fetched[comp["image_url"]]
         if res.error == "out_of_scope" and not is_file_url(res.url):

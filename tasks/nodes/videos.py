@@ -72,11 +72,14 @@ def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles,
     if not videos or not cfg.enabled:
         return out
     urls = [c["video_url"] for _, c in videos if not c["video_key"]]
+    robots: list[FetchResult] = []
     fetched = fetch_images(urls, settings.crawl, raw, seed_hosts, kind="video",
-                           previous=previous(urls) if previous and urls else None)
+                           previous=previous(urls) if previous and urls else None, problems=robots)
     tracks = {c["id"]: _caption_files(c, cfg.sidecar_captions) for _, c in videos}
     captions = fetch_images([u for found in tracks.values() for u in found], settings.crawl, raw, seed_hosts,
-                            kind="captions")
+                            kind="captions", problems=robots)
+    out.problems += [error_row(run_id, r.url, "video", r.error or "robots_unreadable", r.message or "",
+                               severity="warning") for r in robots]
     out.fetches = [r for r in fetched.values() if r.error != "out_of_scope"]
     out.fetches += [r for r in captions.values() if r.ok]
     frames_by_key: dict[str, VideoFrames | None] = {}
@@ -169,7 +172,7 @@ def _cues(video: dict, urls: list[str], captions: dict[str, FetchResult], raw: R
         if res is None or (res.error == "out_of_scope" and not is_file_url(url)):
             continue
         if not res.ok:
-            if video["captions_url"]:
+            if video["captions_url"] or res.error == "private_address":  # a missing sidecar is no problem
                 out.problems.append(error_row(run_id, url, "captions", res.error or "unknown", res.message or "",
                                               document=doc))
             continue

@@ -157,7 +157,10 @@ def test_follow_links_stays_in_scope_and_depth(server, tmp_path):
     server.routes["/p2"] = Route(body=page("2", "<p><a href='/p3'>3</a></p>"))
     server.routes["/p3"] = Route(body=page("3", "<p>end</p>"))
     res = run(server, ["/s"], tmp_path, follow_links=1, allow_hosts=[f"localhost:{server.httpd.server_address[1]}"])
-    assert set(res) == {"/s", "/p2"}
+    # the allow-listed loopback alias is not followed, and a warning says why
+    assert set(res) == {"/s", "/p2", f"{other}/loop"}
+    assert res[f"{other}/loop"].error == "private_address" and res[f"{other}/loop"].severity == "warning"
+    assert "/loop" not in server.requests
     assert res["/p2"].depth == 1
     res = run(server, ["/s"], tmp_path, follow_links=2)
     assert set(res) == {"/s", "/p2", "/p3"}
