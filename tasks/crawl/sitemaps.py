@@ -7,8 +7,8 @@ nothing. An index's sitemaps are fetched breadth first. Bounds, each a problem n
 sitemap and the reason (never an exception): ``sitemap_max_bytes`` decompressed (gzip is
 inflated in a stream that stops there), ``sitemap_max_depth`` nested indexes,
 ``sitemap_max_files`` sitemaps per seed, ``max_pages`` URLs, loops (an index that lists itself
-or an ancestor), URLs off scope (skipped and counted, not fetched), malformed documents (what
-usp could read is kept).
+or an ancestor), URLs off scope or on refused private addresses (skipped and counted, not
+fetched), malformed documents (what usp could read is kept).
 """
 
 from __future__ import annotations
@@ -196,5 +196,5 @@ async def expand_sitemap(url: str, crawler: SitemapFetcher, limit: int) -> Sitem
         if off_scope:
             listing.problems.append(SitemapProblem(
                 current, "out_of_scope", f"sitemap {current} lists {len(off_scope)} URLs off the seed and "
-                f"allow-listed hosts, skipped (first: {off_scope[0]})", "warning"))
+                f"allow-listed hosts or on refused private addresses, skipped (first: {off_scope[0]})", "warning"))
     return listing
