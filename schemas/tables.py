@@ -68,6 +68,9 @@ def components_schema(dim: int) -> pa.Schema:
             pa.field("text", pa.string()),  # paragraph text; linearized table; image text proxy
             pa.field("search_text", pa.string()),  # title | section, then text (laminae.tasks.nodes.search_text)
             pa.field("content_hash", pa.string()),  # of what was embedded
+            # words full-text search also finds the node by (the unsplit forms of words OCR's spacing
+            # repair split in a picture's text); null in indexes built before it
+            pa.field("search_terms", pa.list_(pa.string())),
             # tables
             pa.field("caption", pa.string()),  # table caption or image caption
             pa.field("table_kind", pa.string()),  # data | infobox
@@ -108,6 +111,7 @@ def subcomponents_schema(dim: int) -> pa.Schema:
             pa.field("text", pa.string()),  # sentence; "header: cell | header: cell"; object proxy
             pa.field("search_text", pa.string()),  # title | section | caption, then text (laminae.tasks.nodes.search_text)
             pa.field("content_hash", pa.string()),
+            pa.field("search_terms", pa.list_(pa.string())),  # as for components (OCR: a text line's unsplit words)
             # sentences: [char_start, char_end) into the parent's text
             pa.field("char_start", pa.int32()),
             pa.field("char_end", pa.int32()),

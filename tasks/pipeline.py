@@ -676,22 +676,25 @@ def _with_search_text(name: str, data: pl.DataFrame, titles: pl.DataFrame, paren
     and picture (``_parent_*``)."""
     if "search_text" not in data.columns:
         data = data.with_columns(pl.lit(None, pl.String).alias("search_text"))
+    if name != "documents" and "search_terms" not in data.columns:
+        data = data.with_columns(pl.lit(None, pl.List(pl.String)).alias("search_terms"))
     if name == "documents":
         return data.with_columns(pl.col("text").alias("search_text"))
     data = data.join(titles.rename({"id": "document_id", "title": "_title"}).with_columns(_document=True),
                      on="document_id", how="left", maintain_order="left")
     if name == "components":
-        texts = [component_search_text({"section_path": path, "text": text}, title) if known else stored
-                 for path, text, title, known, stored in data.select(
-                     "section_path", "text", "_title", "_document", "search_text").iter_rows()]
+        texts = [component_search_text({"section_path": path, "text": text, "search_terms": terms}, title)
+                 if known else stored
+                 for path, text, terms, title, known, stored in data.select(
+                     "section_path", "text", "search_terms", "_title", "_document", "search_text").iter_rows()]
     else:
         data = data.join(parents, on="parent_id", how="left", maintain_order="left")
-        texts = [(subcomponent_search_text({"kind": kind, "text": text},
+        texts = [(subcomponent_search_text({"kind": kind, "text": text, "search_terms": terms},
                                            {"kind": p_kind, "section_path": p_path, "caption": p_caption}, title)
                   if p_doc == doc else text) if known else stored
-                 for kind, text, doc, title, known, stored, p_doc, p_kind, p_path, p_caption in data.select(
-                     "kind", "text", "document_id", "_title", "_document", "search_text", "_parent_document",
-                     "_parent_kind", "_parent_section_path", "_parent_caption").iter_rows()]
+                 for kind, text, terms, doc, title, known, stored, p_doc, p_kind, p_path, p_caption in data.select(
+                     "kind", "text", "search_terms", "document_id", "_title", "_document", "search_text",
+                     "_parent_document", "_parent_kind", "_parent_section_path", "_parent_caption").iter_rows()]
     return data.with_columns(pl.Series("search_text", texts, pl.String))
 
 

@@ -256,7 +256,7 @@ def component_row(cid: str, doc_id: str, kind: str, ordinal: int, text: str, sec
 COMPONENT_COLUMNS = (
     "caption", "table_kind", "table_header", "table_rows", "image_url", "image_alt", "image_key", "image_mime",
     "image_width", "image_height", "detected", "video_url", "video_key", "captions_url", "duration_s", "time_s",
-    "time_start", "time_end", "page", "bbox",
+    "time_start", "time_end", "page", "bbox", "search_terms",
 )
 
 
@@ -280,6 +280,7 @@ def subcomponent_row(sid: str, doc_id: str, parent: str, kind: str, ordinal: int
         "bbox_norm": None,
         "time_start": None,
         "time_end": None,
+        "search_terms": None,
     }
     row.update(extra)
     return row

@@ -6,7 +6,11 @@ often the page is refreshed); writes subcomponent rows of kind ``text`` (text, `
 recognizer's confidence, ``bbox`` in pixels and normalized; the reader cuts their crops like an
 object's), their ``contains`` edges, the picture's text appended to its image component's text
 (so its text proxy and full-text entry carry what the picture says), new cache files, and
-problems (stage ``ocr``).
+problems (stage ``ocr``). A line the recognizer read without its spaces is repaired knowing the
+names of its page (the capitalised words of the page's text, captions and alt texts: a page about
+Marblehead reads "Marbleheadbasin" as "Marblehead basin"), and the unsplit forms of what the
+repair split go into the ``search_terms`` of the line and of its image component, so that
+full-text search still finds them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from laminae.schemas.pictures import load_image
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
-from laminae.tasks.parse.ocr import ENGINE, OcrUnavailable, TextLine, read_lines
+from laminae.tasks.parse.ocr import ENGINE, OcrUnavailable, TextLine, page_names, read_lines, spacing_repair
 from laminae.tasks.parse.pages import error_row
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -78,11 +82,13 @@ def read_image_text(components: list[dict], raw: RawStore, files: IndexFiles, cf
     same_picture: dict[str, list[dict]] = {}
     for image in chosen:
         same_picture.setdefault(image["image_key"], []).append(image)
+    names = _names(components, {image["document_id"] for image in chosen})
     for key, group in same_picture.items():
         lines = _reading(key, group, raw, files, cfg, run_id, out)
         for image in group:
             if lines:
-                _attach(image, lines, make_id(image["document_id"]), out)
+                _attach(image, _repaired(lines, names.get(image["document_id"], frozenset()), cfg),
+                        make_id(image["document_id"]), out)
     if same_picture:
         log.info("ocr: %d pictures read, %d from the cache, %d image components skipped", out.read, out.cached,
                  out.skipped)
@@ -95,7 +101,8 @@ def _reading(key: str, group: list[dict], raw: RawStore, files: IndexFiles, cfg:
     cached = files.read_text(cache_path(key))
     if cached is not None:
         out.cached += 1
-        return [TextLine(t, c, tuple(b)) for t, c, b in json.loads(cached)["lines"]]
+        # a reading cached before lines kept what the recognizer read has three fields
+        return [TextLine(t, c, tuple(b), *rest) for t, c, b, *rest in json.loads(cached)["lines"]]
     try:
         picture = load_image(raw.get(key))
         lines = read_lines(picture, cfg)
@@ -107,19 +114,47 @@ def _reading(key: str, group: list[dict], raw: RawStore, files: IndexFiles, cfg:
         return None
     out.read += 1
     files.write_text(cache_path(key), json.dumps({"engine": ENGINE, "lines": [
-        [line.text, line.confidence, list(line.bbox)] for line in lines]}))
+        [line.text, line.confidence, list(line.bbox), line.read] for line in lines]}))
     return lines
 
 
-def _attach(image: dict, lines: list[TextLine], make_id: Callable[[str, str], str], out: ImageText) -> None:
+def _names(components: list[dict], documents: set[str]) -> dict[str, frozenset[str]]:
+    """The names of these documents: ``page_names`` of their components' text, captions, alt texts
+    and section headings, as parsed (read before any picture's text is added to its component)."""
+    texts: dict[str, list[str | None]] = {}
+    for comp in components:
+        if comp["document_id"] in documents:
+            texts.setdefault(comp["document_id"], []).extend(
+                [comp.get("text"), comp.get("caption"), comp.get("image_alt"), *(comp.get("section_path") or [])])
+    return {doc: page_names(found) for doc, found in texts.items()}
+
+
+def _repaired(lines: list[TextLine], names: frozenset[str], cfg: OcrConfig) -> list[tuple[TextLine, tuple[str, ...]]]:
+    """Each line with the unsplit forms of the words its spacing repair split; a line read without
+    its spaces is repaired again knowing the names of the page that shows it."""
+    out = []
+    for line in lines:
+        if line.read is None or not cfg.repair_spacing:
+            out.append((line, ()))
+            continue
+        spacing = spacing_repair(line.read, names)
+        out.append((TextLine(spacing.text, line.confidence, line.bbox, line.read), spacing.unsplit))
+    return out
+
+
+def _attach(image: dict, lines: list[tuple[TextLine, tuple[str, ...]]], make_id: Callable[[str, str], str],
+            out: ImageText) -> None:
     width, height = image["image_width"], image["image_height"]
-    for ordinal, line in enumerate(lines):
+    terms: dict[str, None] = dict.fromkeys(image.get("search_terms") or [])
+    for ordinal, (line, unsplit) in enumerate(lines):
         sid = make_id("text", f"{image['id']}|{line.text}|{list(line.bbox)}")
         x0, y0, x1, y1 = line.bbox
         out.rows.append(subcomponent_row(
             sid, image["document_id"], image["id"], "text", ordinal, line.text, score=line.confidence,
             bbox=list(line.bbox), bbox_norm=[round(x0 / width, 5), round(y0 / height, 5), round(x1 / width, 5),
-                                             round(y1 / height, 5)]))
+                                             round(y1 / height, 5)], search_terms=list(unsplit) or None))
         out.edges.append(edge_row("contains", image["id"], 1, sid, image["document_id"]))
-    image["text"] = f"{image['text']}{TEXT_MARK}{' '.join(line.text for line in lines)}"
+        terms.update(dict.fromkeys(unsplit))
+    image["text"] = f"{image['text']}{TEXT_MARK}{' '.join(line.text for line, _ in lines)}"
     image["content_hash"] = content_hash(image["text"])
+    image["search_terms"] = list(terms) or None

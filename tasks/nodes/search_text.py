@@ -5,7 +5,9 @@ parent); writes ``search_text`` into them. The stored ``text`` stays the node's 
 a reader shows); ``search_text`` adds where the node sits, as LILaC serializes nodes: the page
 title, the section path and the caption, then the content. A table row alone ("Pick #: 417 |
 NFL Team: Buffalo Bills") does not say which draft, round or page it belongs to; its search text
-does. ``SERIALIZATION`` is recorded in the index metadata: an index serialized by another version
+does. A node's ``search_terms`` (the unsplit forms of words OCR's spacing repair split: a line
+read "Marbleheadbasin" and shown "Marble head basin") follow its content on a line of their own,
+so the full-text index finds the node by them; a node without them serializes as before. ``SERIALIZATION`` is recorded in the index metadata: an index serialized by another version
 is re-serialized and re-embedded as a whole (``laminae.tasks.pipeline.reembed_index``), never mixed.
 """
 
@@ -39,17 +41,25 @@ def with_context(prefix: str, text: str | None) -> str:
     return f"{prefix}\n{text or ''}".strip() if prefix else (text or "")
 
 
+def with_terms(text: str, terms: Iterable[str] | None) -> str:
+    """``text`` and, on a line after it, the node's ``search_terms`` (none: ``text`` as it is)."""
+    words = " ".join(terms or ())
+    return f"{text}\n{words}" if words else text
+
+
 def component_search_text(comp: dict, title: str | None) -> str:
     """A paragraph, table or image under its page title and section (a table's text and an
-    image's text proxy start with their caption already)."""
-    return with_context(context(title, comp.get("section_path")), comp.get("text"))
+    image's text proxy start with their caption already), then its search terms."""
+    return with_terms(with_context(context(title, comp.get("section_path")), comp.get("text")),
+                      comp.get("search_terms"))
 
 
 def subcomponent_search_text(sub: dict, parent: dict, title: str | None) -> str:
     """A sentence, row or object under its component's context (rows: with the table caption;
-    a table's heading starts with the caption already)."""
+    a table's heading starts with the caption already), then its search terms."""
     caption = parent.get("caption") if parent["kind"] == "table" and sub.get("kind") != "header" else None
-    return with_context(context(title, parent.get("section_path"), caption), sub.get("text"))
+    return with_terms(with_context(context(title, parent.get("section_path"), caption), sub.get("text")),
+                      sub.get("search_terms"))
 
 
 def serialize_document(document: dict, components: list[dict], subcomponents: list[dict]) -> None:
@@ -63,7 +73,8 @@ def serialize_document(document: dict, components: list[dict], subcomponents: li
         parents[comp["id"]] = comp
     for sub in subcomponents:
         parent = parents.get(sub["parent_id"])
-        sub["search_text"] = subcomponent_search_text(sub, parent, title) if parent else sub.get("text")
+        sub["search_text"] = (subcomponent_search_text(sub, parent, title) if parent
+                              else with_terms(sub.get("text") or "", sub.get("search_terms")))
 
 
 def embed_text(row: dict) -> str:

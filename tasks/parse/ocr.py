@@ -5,7 +5,9 @@ Writes nothing. The models ship inside the ``rapidocr-onnxruntime`` wheel (nothi
 downloaded); one recognizer is loaded per process through ``loaded_once``. The recognizer
 sometimes reads English without its spaces ("recordlevels"): ``repair_spacing`` splits such runs of
 letters into dictionary words (symspellpy's bundled English frequency list) when every part is a
-word and the run itself is not.
+word and the run itself is not, nor a name the caller knows (``names``: the page's own names, say);
+``spacing_repair`` also gives the unsplit forms of what it split, so that a name the dictionary
+lacks but splits ("Marbleheadbasin" → "Marble head basin") can still be searched for.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import importlib.resources
 import logging
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 from functools import cache
 
@@ -29,6 +32,7 @@ PUNCT_THEN_WORD = re.compile(r"(?<=[A-Za-z][,;:])(?=[A-Za-z])")  # "Annex:a", "A
 SHORT_WORDS = frozenset({"a", "an", "of", "in", "to", "on", "at", "by", "or", "as", "is"})
 WORD_THEN_NUMBER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,})(?=\d)")  # "rainfall2019"
 NUMBER_THEN_WORD = re.compile(r"(?<=\d)([A-Za-z]{2,})(?![A-Za-z])")  # "1,204mm", "1923harvest"
+NAME = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z]{3,}")  # a capitalised word of a page: "Marblehead"
 UNITS = frozenset({"mm", "cm", "km", "kg", "mg", "ml", "ha", "ft", "lb", "oz", "kb", "mb", "gb", "tb", "px", "pt",
                    "am", "pm", "ms", "hz", "khz", "mhz", "ghz", "kw", "kwh", "mw", "gw"})
 
@@ -44,6 +48,16 @@ class TextLine:
     text: str
     confidence: float
     bbox: tuple[float, float, float, float]
+    read: str | None = None  # the line as the recognizer read it, when the spacing repair changed it
+
+
+@dataclass(frozen=True)
+class Spacing:
+    """A line after the spacing repair, and the unsplit forms of the runs it split: each run whole
+    and each two or three neighbouring parts joined ("Marbleheadbasin", "Marblehead", "headbasin")."""
+
+    text: str
+    unsplit: tuple[str, ...] = ()
 
 
 def recognizer(cfg: OcrConfig):
@@ -72,10 +86,12 @@ def read_lines(picture, cfg: OcrConfig) -> list[TextLine]:
         if float(score) < cfg.min_confidence or not ALNUM.search(text):  # "···" read in noise or a texture
             continue
         xs, ys = [p[0] for p in box], [p[1] for p in box]
+        read = text
         if cfg.repair_spacing:
             text = repair_spacing(text)
         lines.append(TextLine(text, round(float(score), 4),
-                              (round(min(xs), 1), round(min(ys), 1), round(max(xs), 1), round(max(ys), 1))))
+                              (round(min(xs), 1), round(min(ys), 1), round(max(xs), 1), round(max(ys), 1)),
+                              read if read != text else None))
     return reading_order(lines)
 
 
@@ -109,38 +125,78 @@ def _dictionary():
     return speller
 
 
-def _split_run(run: str, speller) -> str:
-    """``run`` split into dictionary words when it is not one itself and every part is (each of
-    three letters or more, or a short function word, one of five or more); else ``run``."""
-    if run.lower() in speller.words:
-        return run
+def page_names(texts) -> frozenset[str]:
+    """The capitalised words of four letters or more in ``texts`` (a page's text, captions, alt
+    texts), lower-cased: the names ``repair_spacing`` keeps whole."""
+    return frozenset(word.lower() for text in texts if text for word in NAME.findall(text))
+
+
+def _join_names(parts: list[str], names: Set[str]) -> list[str]:
+    """``parts`` with each longest stretch of neighbouring parts that spells a name joined again
+    ("Marble", "head", "basin" → "Marblehead", "basin" when "marblehead" is a name)."""
+    out, i = [], 0
+    while i < len(parts):
+        end = next((j for j in range(len(parts), i + 1, -1) if "".join(parts[i:j]).lower() in names), i + 1)
+        out.append("".join(parts[i:end]))
+        i = end
+    return out
+
+
+def _split_run(run: str, speller, names: Set[str] = frozenset()) -> list[str]:
+    """``run`` split into dictionary words when it is neither a word nor a known name (``names``,
+    lower-cased, so that its capitalised form counts) and every part is a word (each of three
+    letters or more, or a short function word, one of five or more), parts that spell a known name
+    joined again; else ``[run]``."""
+    if run.lower() in speller.words or run.lower() in names:
+        return [run]
     parts = speller.word_segmentation(run, max_edit_distance=0).segmented_string.split()
     if len(parts) < 2 or "".join(parts) != run:
-        return run
+        return [run]
     words = all(p.lower() in speller.words and (len(p) > 2 or p.lower() in SHORT_WORDS) for p in parts)
     # a name the dictionary lacks splits into short words ("Ken sing ton"); run-together words of a
     # sentence hold a longer one
-    return " ".join(parts) if words and max(map(len, parts)) >= 5 else run
+    if not (words and max(map(len, parts)) >= 5):
+        return [run]
+    return _join_names(parts, names) if names else parts
 
 
-def repair_spacing(text: str) -> str:
+def repair_spacing(text: str, names: Set[str] = frozenset()) -> str:
     """``text`` with runs of letters the recognizer read without their spaces split into words
     ("Wheatharvestreached" → "Wheat harvest reached"): every run of ten or more letters, and, in a
     line where such a run was split (the recognizer dropped spaces there), runs of six to nine
-    ("ryebushel"); shorter runs and runs that are words or names are left as they are. A word or
-    unit run into a number is parted from it ("rainfall2019" → "rainfall 2019", "1,204mm" →
-    "1,204 mm"), and a word from the comma, colon or semicolon after the word before it
-    ("Annex:a" → "Annex: a")."""
+    ("ryebushel"); shorter runs and runs that are words or known names (``names``, lower-cased:
+    ``page_names``) are left as they are, and a name inside a run stays whole ("Marbleheadbasin"
+    → "Marblehead basin" when "marblehead" is one). A word or unit run into a number is parted
+    from it ("rainfall2019" → "rainfall 2019", "1,204mm" → "1,204 mm"), and a word from the comma,
+    colon or semicolon after the word before it ("Annex:a" → "Annex: a")."""
+    return spacing_repair(text, names).text
+
+
+def spacing_repair(text: str, names: Set[str] = frozenset()) -> Spacing:
+    """``repair_spacing`` of ``text``, with the unsplit forms of the runs it split (each run whole
+    and each two or three neighbouring parts joined, first seen first): what a full-text index
+    should still find the line by when a name the dictionary lacks was split into words."""
     text = PUNCT_THEN_WORD.sub(" ", text)
     if not (LETTERS.search(text) or WORD_THEN_NUMBER.search(text) or NUMBER_THEN_WORD.search(text)):
-        return text
+        return Spacing(text)
     speller = _dictionary()
-    repaired = LETTERS.sub(lambda m: _split_run(m.group(0), speller), text)
+    unsplit: dict[str, None] = {}
+
+    def split(match: re.Match) -> str:
+        parts = _split_run(match.group(0), speller, names)
+        if len(parts) > 1:
+            unsplit[match.group(0)] = None
+            for size in (2, 3):  # a name of two or three dictionary words: "Marble head", "Ken sing ton"
+                unsplit.update(dict.fromkeys("".join(parts[i:i + size]) for i in range(len(parts) - size + 1)))
+        return " ".join(parts)
+
+    repaired = LETTERS.sub(split, text)
     if repaired != text:
-        repaired = MIDDLE_LETTERS.sub(lambda m: _split_run(m.group(0), speller), repaired)
+        repaired = MIDDLE_LETTERS.sub(split, repaired)
     words = speller.words
     repaired = WORD_THEN_NUMBER.sub(lambda m: m.group(1) + " " if m.group(1).lower() in words else m.group(1),
                                     repaired)
-    return NUMBER_THEN_WORD.sub(
+    repaired = NUMBER_THEN_WORD.sub(
         lambda m: " " + m.group(1) if m.group(1).lower() in UNITS or (len(m.group(1)) > 2 and m.group(1).lower()
                                                                       in words) else m.group(1), repaired)
+    return Spacing(repaired, tuple(unsplit))
