@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
 
 GONE = ("http_404", "http_410", "not_found")  # the page (or file) is gone: its document goes with it
-LISTINGS = ("folder", "sitemap")  # results of a seed that is expanded into pages, not of a page
+LISTINGS = ("folder", "sitemap", "robots")  # results about a seed or a host, not of a page
 
 
 @dataclass
@@ -61,7 +61,8 @@ def plan_refresh(results: list[FetchResult], previous: dict[str, dict], by_url: 
 
 def unsettled_pages(results: list[FetchResult], parse: list[FetchResult], resolved: dict[str, str]) -> set[str]:
     """Pages of this run that failed transiently or did not parse: they may hold any document."""
-    failed = {r.url for r in results if not r.ok and r.error not in GONE and r.kind not in LISTINGS}
+    failed = {r.url for r in results
+              if not r.ok and r.error not in GONE and r.kind not in LISTINGS and r.severity == "error"}
     return failed | ({r.url for r in parse} - set(resolved))
 
 

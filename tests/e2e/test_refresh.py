@@ -277,3 +277,8 @@ def test_refresh_plan_keeps_unchanged_pages_and_removes_gone_and_dropped_ones():
     assert plan_refresh(flaky, previous, by_url, follow_links=0, rebuild=False).removed == ["G", "U"]
     assert plan_refresh(results, previous, by_url, follow_links=1, rebuild=False).removed == ["G", "U"]
     assert unsettled_pages(flaky, plan.parse, {"/edited": "E"}) == {"/slow", "/new"}
+    # a host's robots.txt cut at its cap, a link refused as private: warnings, no page left unsettled
+    warned = [*flaky, FetchResult(url="/robots.txt", kind="robots", error="robots_truncated", severity="warning"),
+              FetchResult(url="/private", error="private_address", severity="warning")]
+    assert unsettled_pages(warned, plan.parse, {"/edited": "E"}) == {"/slow", "/new"}
+    assert plan_refresh(warned, previous, by_url, follow_links=0, rebuild=False).removed == ["G", "U"]
