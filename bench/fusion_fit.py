@@ -11,7 +11,8 @@ any ranking found (``Index._fusion_evidence``, the code ``retrieve`` runs) and t
 labels which components are evidence (a docs question: any component on a page that answers it).
 A logistic regression (scikit-learn, standardized features, L2 with ``--c``) is fitted over the
 sets with each kind of question weighing the same in total (tables, multi-hop, how-to; the two
-docs sites share theirs). Held-out quality per set (R@10 and MRR@10; for a
+docs sites share theirs), each model over its own features (``fusion.GENERAL_FEATURES``,
+``fusion.HOWTO_FEATURES``). Held-out quality per set (R@10 and MRR@10; for a
 docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and hybridqa-dev by 5 folds that
 hold out whole pages, a docs site by leaving the whole site out (the fit never saw the site, its
 generator or its questions; with one docs site only, by 5 folds of its questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py``
@@ -159,9 +160,9 @@ def fit_models(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = f
                drop: frozenset[str] = frozenset()) -> tuple[Model, Model | None]:
     """(the general model, fitted on every question that is not a how-to question, with kind
     priors; the how-to model, fitted on the how-to questions, without: None when there are none)."""
-    general = fit(by_kind(sets, False), c, kinds, drop)
+    general = fit(by_kind(sets, False), c, kinds, drop | (set(fusion.FEATURES) - set(fusion.GENERAL_FEATURES)))
     howto = by_kind(sets, True)
-    return general, (fit(howto, c, (), drop) if howto else None)
+    return general, (fit(howto, c, (), drop | (set(fusion.FEATURES) - set(fusion.HOWTO_FEATURES))) if howto else None)
 
 
 def served_by(item: dict, general: Model, howto: Model | None) -> np.ndarray:
@@ -256,10 +257,10 @@ def cross_validate(sets: dict[str, list[dict]], c: float,
 def ablation(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...]) -> dict[str, dict[str, tuple[float, float]]]:
     """Held-out quality per set of the full refit, without each feature, and without the kind priors."""
     rows = {"all features": held_out(sets, c, kinds)}
-    for feature in fusion.FEATURES:
+    for feature in [f for f in fusion.FEATURES if f in fusion.GENERAL_FEATURES or f in fusion.HOWTO_FEATURES]:
         rows[f"- {feature}"] = held_out(sets, c, kinds, frozenset({feature}))
-    new = frozenset(fusion.FEATURES[fusion.FEATURES.index("log_chars"):])
-    rows["- every feature read from the page or its page (9 before)"] = held_out(sets, c, kinds, new)
+    page = frozenset(fusion.FEATURES[fusion.FEATURES.index("log_chars"):])
+    rows["- every feature read from its page (how-to)"] = held_out(sets, c, kinds, page)
     if kinds:
         rows["- kind priors"] = held_out(sets, c, ())
     return rows

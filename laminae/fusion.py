@@ -14,10 +14,11 @@ neither kind of evidence is sacrificed to the other); ``WEIGHTS_VERSION`` names 
 scores are the model's probability that a candidate is evidence. The kind priors apply to questions only
 (``is_question``): the fit saw only questions, and a keyword query says nothing about wanting a table.
 How-to questions (``is_procedural``: "how do I...", "how to...") are scored by weights of their own,
-fitted on the how-to questions of documentation sites, with features read from the component's
-page (``component_signals``: a generated index or source listing is told from prose by its
-function words, its tables and code) and from how much of what the question found is on that
-page.
+fitted on the how-to questions of documentation sites, over the same evidence plus two facts about
+the component's page: how much of what the question found is on that page, and how close the
+page's own vector (its title and summary) is to the question. ``component_signals`` (a page's
+function words, table and code shares) are computed for the fit to weigh, but neither model
+uses them now (``GENERAL_FEATURES``, ``HOWTO_FEATURES``).
 """
 
 from __future__ import annotations
@@ -59,8 +60,20 @@ FEATURES = (
     # how much of what the question found is on the component's page
     "page_candidates",  # ln(1 + candidates on its page)
     "page_evidence",  # its page's summed 1 / (RANK_K + rank) over every ranking, over the best page's
+    # how close the component's page (its title and summary, the layer-0 vector) is to the question
+    "page_similarity",
+    "page_similarity_below_best",  # minus the best among the candidates' pages
 )
 SIGNALS = FEATURES[9:14]  # the columns of component_signals
+# The features each model reads (the others weigh 0). Held out by site (bench/fusion_fit.py
+# --ablate, the other site's questions only in training), the how-to model gained most from where
+# the question's evidence gathers (page_evidence: Django 0.620 -> 0.791 MRR@10, PostgreSQL 0.692 ->
+# 0.784) and how close the page's title and summary are to the question (then 0.813 and 0.816);
+# the page's and the component's own signals (function words, table and code shares, size) and
+# the table-for-a-how-to-question column each moved the two sites in opposite directions and
+# together cost PostgreSQL 0.03, so they are measured but not used.
+GENERAL_FEATURES = FEATURES[:9]
+HOWTO_FEATURES = (*FEATURES[:9], "page_evidence", "page_similarity", "page_similarity_below_best")
 FUNCTION_WORDS = (r"\b(?:the|a|an|of|to|in|is|are|be|been|that|this|it|its|for|with|as|on|by|or|and|if|"
                   r"you|your|can|will|not|which|from|at|when|into|than|then|there|these|so|we|has|have|was|"
                   r"were|but|do|does|should|must|may|each|any|all|how|what)\b")
@@ -75,7 +88,7 @@ KINDS: tuple[str, ...] = ("table",)
 
 # Fitted by bench/fusion_fit.py (see its output for the cross-validated quality of this fit).
 WEIGHTS_VERSION = "2026-11-24"
-WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045, 0, 0, 0, 0, 0, 0, 0, 0])
+WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
 KIND_PRIOR: dict[str, float] = {'table': 1.49698}
 INTERCEPT = -10.424
 
@@ -84,9 +97,9 @@ INTERCEPT = -10.424
 # table and multi-hop questions, and fitting one model on all three kinds cost the table questions
 # 0.03 MRR@10 held out while the how-to questions still ranked generated index tables and source
 # listings first.
-HOWTO_WEIGHTS_VERSION = "2026-11-25-howto-2sites"
-HOWTO_WEIGHTS = np.array([0.117134, 2.36834, 3.02417, 174.253, 1.43319, 119.438, -0.287781, 133.788, 0.754805, 0.131841, 2.89141, 0.811962, 0.0850752, -0.280832, -0.413891, -0.0989864, 2.81425])
-HOWTO_INTERCEPT = -11.249
+HOWTO_WEIGHTS_VERSION = "2026-11-25-howto-page"
+HOWTO_WEIGHTS = np.array([0.442323, 1.79496, 3.57935, 183.672, 1.3539, 104.619, -1.285, 196.424, -0.986293, 0, 0, 0, 0, 0, 0, 0, 1.6572, 2.48644, 2.95053])
+HOWTO_INTERCEPT = -8.79059
 
 
 @dataclass
@@ -106,6 +119,7 @@ class Evidence:
     signals: np.ndarray  # component_signals of the candidates, one row each
     docs: np.ndarray  # the candidates' document rows
     procedural: bool  # is_procedural(the question)
+    page_similarity: np.ndarray | None = None  # the question against each candidate's document vector
 
 
 def features(ev: Evidence) -> np.ndarray:
@@ -125,6 +139,7 @@ def features(ev: Evidence) -> np.ndarray:
                 + 1.0 / (RANK_K + ev.coverage_rank))
     _, page, count = np.unique(ev.docs, return_inverse=True, return_counts=True)
     page_evidence = np.bincount(page, weights=evidence)
+    page_similarity = np.zeros(n) if ev.page_similarity is None else np.asarray(ev.page_similarity, np.float64)
     return np.column_stack([
         ev.similarity,
         ev.similarity - kind_best,
@@ -139,6 +154,8 @@ def features(ev: Evidence) -> np.ndarray:
         (ev.kinds == "table") * float(ev.procedural),
         np.log1p(count[page]),
         page_evidence[page] / page_evidence.max(),
+        page_similarity,
+        page_similarity - page_similarity.max(),
     ]).astype(np.float64)
 
 

@@ -696,8 +696,19 @@ class Index:
             coverage=coverage[candidates].astype(np.float64),
             coverage_rank=fusion.ranks([coverage_rows], candidates), coverage_total=coverage_total,
             signals=fusion.component_signals(self.graph, candidates), docs=comps.doc[candidates],
-            procedural=fusion.is_procedural(query))
+            procedural=fusion.is_procedural(query),
+            page_similarity=self._page_similarity(q, comps.doc[candidates]))
         return [*lists, bm25_rows, coverage_rows], ev, similarity
+
+    def _page_similarity(self, q: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """The query against the document vectors (title and summary) of ``docs`` (0 outside any)."""
+        docs = np.asarray(docs, dtype=np.int64)
+        out = np.zeros(len(docs), np.float64)
+        inside = docs >= 0
+        if inside.any():
+            unique, back = np.unique(docs[inside], return_inverse=True)
+            out[inside] = (np.asarray(self.graph.layers[0].vectors[unique], np.float32) @ q)[back]
+        return out
 
     def _fts_components(self, text: str, rows: np.ndarray, documents) -> tuple[np.ndarray, np.ndarray]:
         """Component rows ranked by BM25 over their subcomponents (best match + half the second),
