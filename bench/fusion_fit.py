@@ -82,7 +82,7 @@ def gather(name: str, index_dir: Path) -> list[dict]:
         q = json.loads(line)
         text = q["question"]
         golds = score.gold_items(q, pages, "component")
-        lists, ev, _ = index._fusion_evidence(text, index._query_vector(text), rows, None, 2)
+        lists, ev, _ = index._fusion_evidence(text, index._query_vector(text), rows, None, 2, signals=True)
         labels = np.zeros((len(ev.rows), len(golds)), dtype=bool)
         for i, row in enumerate(ev.rows.tolist()):
             doc = pages(g.urls[int(comps.doc[row])].as_py())
@@ -115,7 +115,7 @@ def gather_docs(name: str, index_dir: Path) -> list[dict]:
         q = json.loads(line) if line.strip() else None
         if q is None or q.get("corpus") != corpus:
             continue
-        lists, ev, _ = index._fusion_evidence(q["q"], index._query_vector(q["q"]), rows, None, 2)
+        lists, ev, _ = index._fusion_evidence(q["q"], index._query_vector(q["q"]), rows, None, 2, signals=True)
         gold = set(q["pages"])
         labels = np.array([[page_of[int(comps.doc[r])] in gold] for r in ev.rows.tolist()], dtype=bool)
         item = _item(ev, lists, labels.reshape(-1, 1), q["id"], q["q"])

@@ -197,6 +197,14 @@ def ranks(rankings: Sequence[np.ndarray], rows: np.ndarray) -> np.ndarray:
     return np.array([where.get(int(r), ABSENT_RANK) for r in rows.tolist()], dtype=np.float64)
 
 
+def reads_signals(procedural: bool) -> bool:
+    """Whether the weights a question is scored with read any of ``component_signals`` (when not,
+    the reader skips counting the candidates' pages)."""
+    weights = HOWTO_WEIGHTS if procedural else WEIGHTS
+    start = FEATURES.index(SIGNALS[0])
+    return bool(np.any(weights[start:start + len(SIGNALS)] != 0))
+
+
 def is_procedural(text: str) -> bool:
     """A how-to question ("how do I...", "how to...", "can I...", "which option..."): its answer is
     usually a passage, whatever kind of component the collection is made of."""

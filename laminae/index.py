@@ -655,10 +655,13 @@ class Index:
         order = np.lexsort((ev.rows, -probability))
         return ev.rows[order], probability[order], similarity
 
-    def _fusion_evidence(self, query, q: np.ndarray | None, rows: np.ndarray, documents, granularity: int):
+    def _fusion_evidence(self, query, q: np.ndarray | None, rows: np.ndarray, documents, granularity: int,
+                         signals: bool = False):
         """The rankings ``_fused_components`` fuses, and for a text query at granularity 2 the
         ``fusion.Evidence`` of every component they hold (None otherwise); None when ``rows`` is
-        empty. Returns (rankings, evidence, dense similarity of every row of ``rows``)."""
+        empty. Returns (rankings, evidence, dense similarity of every row of ``rows``). The
+        evidence holds ``fusion.component_signals`` when the question's weights read them or
+        ``signals`` asks for them (fitting), zeros otherwise."""
         comps = self.graph.layers[1]
         if len(rows) == 0:
             return None
@@ -687,6 +690,7 @@ class Index:
             by_row[unscored] = self.component_query_max(q[None, :], unscored, exact=True)[:, 0]
             similarity = by_row[rows]
         bm25_by_row = dict(zip(bm25_rows.tolist(), bm25.tolist(), strict=True))
+        procedural = fusion.is_procedural(query)
         ev = fusion.Evidence(
             rows=candidates, kinds=comps.kinds[candidates], similarity=by_row[candidates].astype(np.float64),
             own_similarity=(comps.vectors[candidates] @ q).astype(np.float64),
@@ -695,8 +699,9 @@ class Index:
             bm25_rank=fusion.ranks([bm25_rows], candidates),
             coverage=coverage[candidates].astype(np.float64),
             coverage_rank=fusion.ranks([coverage_rows], candidates), coverage_total=coverage_total,
-            signals=fusion.component_signals(self.graph, candidates), docs=comps.doc[candidates],
-            procedural=fusion.is_procedural(query),
+            signals=(fusion.component_signals(self.graph, candidates) if signals or fusion.reads_signals(procedural)
+                     else np.zeros((len(candidates), len(fusion.SIGNALS)))),
+            docs=comps.doc[candidates], procedural=procedural,
             page_similarity=self._page_similarity(q, comps.doc[candidates]))
         return [*lists, bm25_rows, coverage_rows], ev, similarity
 

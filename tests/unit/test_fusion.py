@@ -186,3 +186,16 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
 ])
 def test_questions_are_told_from_keyword_queries(text, question):
     assert fusion.is_question(text) is question
+
+
+def test_reads_signals_follows_the_weights(monkeypatch):
+    start = fusion.FEATURES.index(fusion.SIGNALS[0])
+    for procedural, name in ((False, "WEIGHTS"), (True, "HOWTO_WEIGHTS")):
+        weights = getattr(fusion, name).copy()
+        weights[start:start + len(fusion.SIGNALS)] = 0.0
+        monkeypatch.setattr(fusion, name, weights)
+        assert not fusion.reads_signals(procedural)
+        weights = weights.copy()
+        weights[start + 1] = 0.5
+        monkeypatch.setattr(fusion, name, weights)
+        assert fusion.reads_signals(procedural)
