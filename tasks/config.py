@@ -104,6 +104,19 @@ class ParseConfig(BaseModel):
                             "too_many_tables warning.")
     max_links: int = Field(10_000, ge=0, description="Distinct link targets a page records links_to edges to "
                            "(the first ones); links to the others are dropped with a too_many_links warning.")
+    # deadlines: the slowest of 431 real Wikipedia pages (wtq-dev, hybridqa-dev) parsed in 0.57 s, real
+    # PDFs in 8-24 ms a page (a scanned page's OCR about 2 s), find_tables about 3 ms a table
+    timeout_s: float = Field(60.0, gt=0, description="Seconds a document's parse (HTML or PDF, its sentence "
+                             "splitting and table rows; a caption file's) may take in its worker process, which is "
+                             "killed then: the document gets a parse_timeout error row and the batch goes on.")
+    pdf_page_timeout_s: float = Field(2.0, ge=0, description="Seconds a PDF's deadline grows by for each of its "
+                                      "pages (timeout_s + this x pages).")
+    pdf_table_timeout_s: float = Field(1.0, gt=0, description="Seconds pymupdf's find_tables may take on one PDF "
+                                       "page; a page over it keeps its text and loses its ruled tables, with a "
+                                       "tables_timeout warning.")
+    pdf_tables_budget_s: float = Field(20.0, ge=0, description="Seconds find_tables may take over a whole PDF; "
+                                       "later pages keep their text and lose the tables it would have found, with "
+                                       "a tables_skipped warning.")
 
 
 class EmbedConfig(BaseModel):
@@ -215,6 +228,12 @@ class VideoConfig(BaseModel):
     caption_window_s: float = Field(30.0, gt=0, description="Caption cues are grouped into transcript components "
                                     "spanning at most this many seconds.")
     max_caption_bytes: int = Field(2_000_000, ge=1024, description="Larger caption files get an error row.")
+    # a 60-s 1280x720 video decoded in 9.5 s on a loaded 2-core machine, 0.16 s a second of video
+    decode_timeout_s: float = Field(60.0, gt=0, description="Seconds a video's decoding may take in its worker "
+                                    "process (plus decode_timeout_per_s for each second of its declared duration), "
+                                    "which is killed then: the video gets a decode_timeout error row.")
+    decode_timeout_per_s: float = Field(2.0, ge=0, description="Seconds the decoding deadline grows by for each "
+                                        "second of the video's declared duration.")
     sidecar_captions: bool = Field(True, description="For a video without a <track>, try the WebVTT (then SRT) "
                                    "file next to it (same name, .vtt/.srt); a missing one is no error.")
 
@@ -257,9 +276,12 @@ class RunnerConfig(BaseModel):
     workers: int = Field(2, ge=1, description="Workers of a local cluster (one model is loaded per worker).")
     gpus: float = Field(0, ge=0, description="Ray: GPUs each batch task requests (e.g. 1 with --device cuda).")
     parse_workers: int = Field(
-        0, ge=0, description="Local runner: processes that parse each batch's pages (HTML and PDF parsing, "
-        "sentence splitting) in parallel; 0 parses in the flow's process. Parsing is the slow stage once "
-        "embedding runs on a GPU: give it the spare cores. Dask and Ray ignore it (batches run in parallel).",
+        1, ge=0, description="Worker processes that parse each batch's pages (HTML and PDF parsing, sentence "
+        "splitting), each under its deadline (parse.timeout_s) and killed past it, so a page that hangs or "
+        "crashes its parser costs only itself; videos are decoded and caption files read in one more worker. More than 1 "
+        "parses in parallel (the slow stage once embedding runs on a GPU: give it the spare cores); on Dask and "
+        "Ray every batch task has its own. 0 parses and decodes in the flow's process with no deadline and no "
+        "crash isolation (debugging, benchmarks).",
     )
     overlap: bool = Field(
         True, description="Local runner: parse the next batch (and fetch its pictures) on a thread while this "

@@ -3,12 +3,17 @@
 Reads a component's text (and its list-item segments); writes nothing. Each sentence is a
 substring ``text[start:end]`` with surrounding white space trimmed. The sentences are pysbd's
 (``Segmenter(clean=False).segment``); only the step that places them back in the text is done
-with ``str.find`` instead of one freshly compiled regex per sentence.
+with ``str.find`` instead of one freshly compiled regex per sentence. pysbd's time grows with the
+square of its text's length (64,000 characters: 2 s), so a longer text is split in windows of
+about ``WINDOW_CHARS``: each window's last sentence, which may run on past it, starts the next
+window, so the sentences are pysbd's but for context further than a window away.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+
+WINDOW_CHARS = 5000  # pysbd: about 0.015 s a window; a whole 2 MB caption file about 8 s
 
 
 @lru_cache(maxsize=8)
@@ -25,19 +30,50 @@ def split_sentences(
     spans: list[tuple[int, int]] = []
     for seg_start, seg_end in segments or [(0, len(text))]:
         piece = text[seg_start:seg_end]
-        if not piece.strip():
+        if piece.strip():
+            spans += [(seg_start + s, seg_start + e) for s, e in _windowed(piece, language)]
+    return spans
+
+
+def _windowed(piece: str, language: str) -> list[tuple[int, int]]:
+    """The sentence spans of ``piece``, found window by window (one window up to ``WINDOW_CHARS``)."""
+    spans: list[tuple[int, int]] = []
+    start, size = 0, len(piece)
+    while start < size:
+        end = size if size - start <= WINDOW_CHARS else _cut(piece, start + WINDOW_CHARS // 2, start + WINDOW_CHARS)
+        found = _located(piece[start:end], language)
+        if end < size and len(found) > 1:
+            found.pop()  # it may run on past the window: it starts the next one
+            following = start + found[-1][1]
+        else:
+            following = end
+        spans += [(start + s, start + e) for s, e in found]
+        start = following
+    return spans
+
+
+def _cut(text: str, low: int, high: int) -> int:
+    """Where a window ends: after the last white space in ``text[low:high]``, else at ``high``."""
+    at = max(text.rfind(" ", low, high), text.rfind("\n", low, high))
+    return at + 1 if at >= 0 else high
+
+
+def _located(piece: str, language: str) -> list[tuple[int, int]]:
+    """pysbd's sentences of ``piece`` as trimmed spans over it."""
+    spans: list[tuple[int, int]] = []
+    if not piece.strip():
+        return spans
+    cursor = 0
+    for sentence in _sentences(piece, language):
+        stripped = sentence.strip()
+        if not stripped:
             continue
-        cursor = 0
-        for sentence in _sentences(piece, language):
-            stripped = sentence.strip()
-            if not stripped:
-                continue
-            found = piece.find(stripped, cursor)
-            if found < 0:  # pysbd changed the text; fall back to the whole piece once
-                spans.append(_trim(text, seg_start, seg_end))
-                break
-            spans.append((seg_start + found, seg_start + found + len(stripped)))
-            cursor = found + len(stripped)
+        found = piece.find(stripped, cursor)
+        if found < 0:  # pysbd changed the text; fall back to the whole piece once
+            spans.append(_trim(piece, 0, len(piece)))
+            break
+        spans.append((found, found + len(stripped)))
+        cursor = found + len(stripped)
     return spans
 
 

@@ -1,27 +1,40 @@
-"""Worker processes for CPU-bound stages, where one input that kills its process costs only itself.
+"""Worker processes for the stages that run untrusted bytes through parsers and decoders, where one
+input that kills its process, or runs past its deadline, costs only itself.
 
 Reads and writes nothing itself. ``WorkerPool.map`` runs a module-level function over argument
-tuples in spawned processes (no fork of a process that holds threads, torch or a Prefect client)
-and returns the results in order. When a worker dies (a parser segfault, the OOM killer), the pool
-is replaced and the calls that had not finished are run again together; if a worker dies again,
-they are run one at a time, so the call that kills a worker gets a ``WorkerCrash`` and every
-other call its result.
+tuples in worker processes and returns the results in order. Each worker is a fresh interpreter
+started with ``subprocess`` (no fork of a process that holds threads, torch or a Prefect client,
+and no ``multiprocessing``, whose daemonic Dask workers may not have children); calls and results
+travel pickled over its stdin and stdout, one call at a time, so the pool knows which call each
+process is running. A call may have a deadline in seconds: a worker still running it then is
+killed, the call's result is a ``WorkerTimeout``, and a fresh process takes the next call. A
+worker that dies (a parser segfault, the OOM killer) has its call run once more in a fresh
+process; if that one dies too, the call's result is a ``WorkerCrash``. Every other call gets its
+result. Code running in a worker can move its own deadline once it knows its input's size
+(``extend_deadline``: a PDF once its pages are counted).
 """
 
 from __future__ import annotations
 
 import atexit
-import multiprocessing
+import os
+import pickle
+import select
+import signal
+import subprocess
+import sys
 import threading
+import time
+import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-# calls a pool serves before its processes are replaced, between two maps (native parsers may
-# leak); ProcessPoolExecutor's own max_tasks_per_child can hang on Python 3.11 (CPython gh-115634)
+# calls a worker serves before it is replaced, between two maps (native parsers may leak)
 CALLS_PER_WORKER = 1000
+STARTUP_S = 300.0  # a worker that takes longer to start a call (to import its modules) is broken
+_HEADER = 8  # bytes of a frame's length
+_BOOT = "from laminae.tasks.parse.isolated import serve; serve()"
 
 
 @dataclass
@@ -31,80 +44,189 @@ class WorkerCrash:
     reason: str
 
 
+@dataclass
+class WorkerTimeout:
+    """The result of a call still running at its deadline; its worker process was killed."""
+
+    seconds: float  # the deadline it ran past, from the call's start
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the other end closed the pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_frame(fd: int, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(len(data).to_bytes(_HEADER, "little") + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_frame(fd: int) -> Any:
+    return pickle.loads(_read_exact(fd, int.from_bytes(_read_exact(fd, _HEADER), "little")))
+
+
+class _Worker:
+    """One worker process and the calls it has served."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.served = 0
+
+    def _start(self) -> subprocess.Popen:
+        # stdout carries the frames; the worker points its own fd 1 at stderr first
+        proc = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                bufsize=0, close_fds=True)
+        _write_frame(proc.stdin.fileno(), list(sys.path))  # what spawn does: the caller's modules import
+        self.proc, self.served = proc, 0
+        return proc
+
+    def stop(self, kill: bool = False) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if kill:
+            proc.kill()
+        else:
+            proc.stdin.close()  # the worker ends at the end of its input
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if not pipe.closed:
+                pipe.close()
+
+    def call(self, fn: Callable[..., Any], args: tuple, seconds: float | None) -> tuple[str, Any]:
+        """("ok", result), ("raise", exception), ("crash", reason) or ("timeout", seconds)."""
+        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
+        try:
+            _write_frame(proc.stdin.fileno(), (fn, args))
+        except (BrokenPipeError, OSError):
+            return "crash", self._died()
+        started, limit, begun = time.monotonic(), STARTUP_S, False  # the deadline counts once it is unpickled
+        out = proc.stdout.fileno()
+        while True:
+            left = None if limit is None else started + limit - time.monotonic()
+            if left is not None and left <= 0:
+                self.stop(kill=True)
+                if not begun:
+                    return "crash", f"the worker process did not start the call within {STARTUP_S:g} s"
+                return "timeout", limit
+            if not select.select([out], [], [], left)[0]:
+                continue
+            try:
+                kind, value = _read_frame(out)
+            except (EOFError, OSError, pickle.UnpicklingError):
+                return "crash", self._died()
+            if kind == "started":  # its modules are imported: the call's own time begins
+                started, limit, begun = time.monotonic(), seconds, True
+                continue
+            if kind == "deadline":  # the call moved its own deadline
+                limit = value
+                continue
+            self.served += 1
+            return kind, value
+
+    def _died(self) -> str:
+        proc = self.proc
+        self.stop(kill=True)
+        code = proc.returncode if proc is not None else None
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        return f"the worker process died ({how}: a crash in native code, or out of memory)"
+
+
 class WorkerPool:
-    """A lazily started pool of ``workers`` spawned processes; one ``map`` at a time."""
+    """Up to ``workers`` worker processes, started on first use; one ``map`` at a time."""
 
     def __init__(self, workers: int) -> None:
         if workers < 1:
             raise ValueError(f"a worker pool needs at least 1 worker, not {workers}")
         self.workers = workers
-        self._executor: ProcessPoolExecutor | None = None
-        self._served = 0
+        self._slots = [_Worker() for _ in range(workers)]
         self._lock = threading.Lock()
 
-    def _pool(self) -> ProcessPoolExecutor:
-        if self._executor is None:
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-            self._served = 0
-        return self._executor
+    def map(self, fn: Callable[..., Any], calls: Sequence[tuple],
+            deadlines: float | Sequence[float | None] | None = None) -> list[Any]:
+        """``fn(*args)`` for each argument tuple, in order, each within its deadline (seconds from
+        its start; one for all calls, one per call, or None: no deadline). A call past its
+        deadline gets a ``WorkerTimeout``; one whose worker died twice a ``WorkerCrash``.
 
-    def _reset(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
-
-    def _run(self, fn: Callable[..., Any], calls: Sequence[tuple], out: list[Any], todo: list[int]) -> list[int]:
-        """Run the calls at ``todo`` together; returns those whose worker died (the pool is then reset)."""
-        died: list[int] = []
-        submitted: list[tuple[int, Future]] = []
-        for i in todo:
-            try:
-                submitted.append((i, self._pool().submit(fn, *calls[i])))
-            except BrokenProcessPool:  # a worker died while others were being submitted
-                died.append(i)
-        for i, future in submitted:
-            try:
-                out[i] = future.result()
-            except BrokenProcessPool:
-                died.append(i)
-        self._served += len(todo)
-        if died:
-            self._reset()
-        return sorted(died)
-
-    def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
-        """``fn(*args)`` for each argument tuple, in order; ``WorkerCrash`` where the worker died.
-
-        Exceptions that ``fn`` raises are raised here, as from a plain call."""
+        An exception that ``fn`` raises is raised here (the first in call order) once every
+        call has ended, as from a plain call."""
+        if deadlines is None or isinstance(deadlines, int | float):
+            deadlines = [deadlines] * len(calls)
+        if len(deadlines) != len(calls):
+            raise ValueError(f"{len(deadlines)} deadlines for {len(calls)} calls")
         with self._lock:
-            if self._served >= CALLS_PER_WORKER * self.workers:
-                self.close()
             out: list[Any] = [None] * len(calls)
-            died = self._run(fn, calls, out, list(range(len(calls))))
-            if died:
-                died = self._run(fn, calls, out, died)
-            for i in died:
-                if self._run(fn, calls, out, [i]):
-                    out[i] = WorkerCrash("the worker process died (a crash in native code, or out of memory)")
+            raised: dict[int, BaseException] = {}
+            todo = iter(range(len(calls)))
+            take = threading.Lock()
+
+            def serve(worker: _Worker) -> None:
+                if worker.served >= CALLS_PER_WORKER:
+                    worker.stop()
+                while True:
+                    with take:
+                        i = next(todo, None)
+                    if i is None:
+                        return
+                    try:
+                        kind, value = worker.call(fn, calls[i], deadlines[i])
+                        if kind == "crash":  # once more in a fresh process
+                            kind, value = worker.call(fn, calls[i], deadlines[i])
+                    except Exception as exc:  # the call could not be sent (unpicklable arguments)
+                        kind, value = "raise", exc
+                    if kind == "ok":
+                        out[i] = value
+                    elif kind == "raise":
+                        raised[i] = value
+                    elif kind == "timeout":
+                        out[i] = WorkerTimeout(value)
+                    else:
+                        out[i] = WorkerCrash(value)
+
+            threads = [threading.Thread(target=serve, args=(w,), name=f"laminae-worker-{n}", daemon=True)
+                       for n, w in enumerate(self._slots[: max(1, min(self.workers, len(calls)))])]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if raised:
+                raise raised[min(raised)]
             return out
+
+    def pids(self) -> list[int]:
+        """The ids of the worker processes now running."""
+        return [w.proc.pid for w in self._slots if w.proc is not None and w.proc.poll() is None]
 
     def close(self) -> None:
         """Stop the worker processes; the next ``map`` starts new ones."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        with self._lock:
+            for worker in self._slots:
+                worker.stop()
 
 
-_POOLS: dict[int, WorkerPool] = {}
+_POOLS: dict[tuple[str, int], WorkerPool] = {}
 _LOCK = threading.Lock()
 
 
-def worker_pool(workers: int) -> WorkerPool:
-    """The process's pool of ``workers`` processes, started on first use and kept for later batches."""
+def worker_pool(workers: int, purpose: str = "parse") -> WorkerPool:
+    """The process's pool of ``workers`` processes for ``purpose`` (parse, video: stages that may
+    run at the same time have pools of their own), started on first use and kept for later batches."""
     with _LOCK:
-        if workers not in _POOLS:
-            _POOLS[workers] = WorkerPool(workers)
-        return _POOLS[workers]
+        if (purpose, workers) not in _POOLS:
+            _POOLS[purpose, workers] = WorkerPool(workers)
+        return _POOLS[purpose, workers]
 
 
 @atexit.register
@@ -114,3 +236,57 @@ def close_pools() -> None:
         for pool in _POOLS.values():
             pool.close()
         _POOLS.clear()
+
+
+# --- inside a worker process -------------------------------------------------------------------
+
+_CHANNEL: int | None = None  # the fd results go out on, in a worker process
+
+
+def in_worker() -> bool:
+    """Whether this process is a worker serving calls (its deadlines are enforced by killing it)."""
+    return _CHANNEL is not None
+
+
+def extend_deadline(seconds: float) -> None:
+    """In a worker, give the call being served ``seconds`` from its start as its deadline instead
+    of the one it was given (a PDF's, once its pages are counted); elsewhere nothing."""
+    if _CHANNEL is not None:
+        _write_frame(_CHANNEL, ("deadline", float(seconds)))
+
+
+def _die_with_parent() -> None:
+    """Linux: this process gets SIGKILL when the process that started it ends (a killed build)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def serve() -> None:
+    """A worker's main loop: read a call, run it, write its outcome, until the input ends."""
+    global _CHANNEL
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build's to handle; it stops us
+    _die_with_parent()
+    _CHANNEL = os.dup(1)
+    os.dup2(2, 1)  # a library's print goes to stderr, not into the frames
+    sys.stdout = sys.stderr
+    sys.path[:] = _read_frame(0)
+    while True:
+        try:
+            data = _read_exact(0, int.from_bytes(_read_exact(0, _HEADER), "little"))
+        except EOFError:
+            return
+        try:
+            fn, args = pickle.loads(data)
+            _write_frame(_CHANNEL, ("started", None))
+            outcome = ("ok", fn(*args))
+        except Exception as exc:
+            outcome = ("raise", exc)
+        try:
+            _write_frame(_CHANNEL, outcome)
+        except Exception as exc:  # an unpicklable result or exception: say what it was
+            detail = "".join(traceback.format_exception(outcome[1])) if outcome[0] == "raise" else repr(exc)
+            _write_frame(_CHANNEL, ("raise", RuntimeError(f"a worker's outcome could not be sent back: {detail}")))

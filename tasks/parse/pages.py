@@ -1,8 +1,8 @@
-"""Parse: fetched pages → node rows, in the calling process or in worker processes.
+"""Parse: fetched pages → node rows, in worker processes killed at each page's deadline.
 
-Reads each page's bytes from the index's raw store and adds the images a PDF embeds to it;
-returns ``DocumentNodes`` and error rows and writes no table. Imports no model and no LanceDB,
-so worker processes start light.
+Reads each page's bytes from the index's raw store and adds the images a PDF embeds to it (those
+its page keeps under ``max_images``); returns ``DocumentNodes`` and error rows and writes no
+table. Imports no model and no LanceDB, so worker processes start light.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from laminae.schemas.ids import digest, document_id
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, FetchResult
 from laminae.tasks.crawl.pictures import check_image
-from laminae.tasks.nodes.build import DocumentNodes, build_nodes
+from laminae.tasks.nodes.build import DocumentNodes, build_nodes, cap_components
 from laminae.tasks.parse.document import Component, ParsedPage
 from laminae.tasks.parse.html import ParseError, image_text_proxy, parse_html
-from laminae.tasks.parse.isolated import WorkerCrash, worker_pool
+from laminae.tasks.parse.isolated import WorkerCrash, WorkerTimeout, worker_pool
 from laminae.tasks.parse.pdf import PdfError, parse_pdf
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -75,13 +75,14 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
     """Parse the batch's pages into node rows; a page that fails becomes an error row. A second page
     with the same document id in the batch is skipped (``write_batch`` does the same across batches).
 
-    With ``runner.parse_workers`` on the local runner, the pages are parsed in that many worker
-    processes (on Dask and Ray the batches already run in parallel); a page that kills its worker
-    twice becomes a ``parser_crashed`` error row."""
+    The pages are parsed in ``runner.parse_workers`` worker processes, each page within
+    ``parse.timeout_s`` (a PDF's grows with its pages): a page past its deadline has its worker
+    killed and becomes a ``parse_timeout`` error row, one that kills its worker twice a
+    ``parser_crashed`` error row. ``parse_workers=0`` parses in this process, unbounded."""
     pages = [r for r in results if r.ok and r.content_type in PAGE_TYPES]
     calls = [(res, index_dir, settings, run_id) for res in pages]
-    if settings.runner.parse_workers and settings.runner.kind == "local" and len(pages) > 1:
-        outcomes = worker_pool(settings.runner.parse_workers).map(parse_page, calls)
+    if settings.runner.parse_workers and pages:
+        outcomes = worker_pool(settings.runner.parse_workers).map(parse_page, calls, settings.parse.timeout_s)
     else:
         outcomes = [parse_page(*call) for call in calls]
     docs: list[DocumentNodes] = []
@@ -91,6 +92,9 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
         if isinstance(outcome, WorkerCrash):
             errors.append(error_row(run_id, res.url, "parse", "parser_crashed",
                                     f"the parser's process died on this page twice: {outcome.reason}; skipped"))
+            continue
+        if isinstance(outcome, WorkerTimeout):
+            errors.append(timeout_row(run_id, res.url, "parse", outcome.seconds, res.content_type == PDF_TYPE))
             continue
         nodes, problems, warnings = outcome
         errors.extend(problems)
@@ -104,6 +108,15 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
         errors.extend(warnings)
         docs.append(nodes)
     return docs, errors
+
+
+def timeout_row(run_id: str, url: str, stage: str, seconds: float, pdf: bool = False,
+                document: str | None = None) -> dict:
+    """The ``parse_timeout`` error row of a document (or caption file) whose worker was killed at its deadline."""
+    setting = ("LAMINAE_PARSE__TIMEOUT_S + PDF_PAGE_TIMEOUT_S x pages" if pdf else "LAMINAE_PARSE__TIMEOUT_S")
+    return error_row(run_id, url, stage, "parse_timeout",
+                     f"parsing ran past its deadline of {seconds:g} s ({setting}); its worker process was killed "
+                     "and the document skipped", document=document)
 
 
 def video_page(res: FetchResult) -> ParsedPage:
@@ -150,6 +163,7 @@ def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
         reason = "no_text_layer" if pdf and any(w.startswith("no_text_layer") for w in page.warnings) \
             else "no_content"
         return None, [error_row(run_id, res.url, "parse", reason, f"found no {what}; document skipped")], []
+    cap_components(page, settings.parse)  # before storing: a PDF's images past max_images are not kept
     store_pdf_images(page, raw)
     doc_id, warning = document_id_for(res, page.canonical_url)
     if warning:

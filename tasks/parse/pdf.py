@@ -10,13 +10,22 @@ weight, and give each component its section path. URI links keep their character
 table row) so the node stage makes ``links_to`` edges from components and sentences. A page
 without a text layer (a scan) is rendered and read by OCR (``laminae.tasks.parse.ocr``): its lines
 become paragraphs with page and bbox like any text, and the document's warnings say ``ocr_used``.
+
+Bounded: in a worker process (``laminae.tasks.parse.isolated``) the PDF's deadline becomes
+``timeout_s`` plus ``pdf_page_timeout_s`` a page once its pages are counted, and ``find_tables``
+gets at most ``pdf_table_timeout_s`` a page and ``pdf_tables_budget_s`` a document: a page over
+either keeps its text and loses only the tables ``find_tables`` would have found, with a warning.
 """
 
 from __future__ import annotations
 
 import re
+import signal
+import threading
+import time
 from bisect import bisect_right
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from laminae.schemas.pictures import MAX_PIXELS
@@ -24,6 +33,7 @@ from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.crawl.links import link_target
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
 from laminae.tasks.parse.html import ParseError, image_text_proxy
+from laminae.tasks.parse.isolated import extend_deadline, in_worker
 from laminae.tasks.parse.ocr import OcrUnavailable, TextLine, read_lines
 
 MARGIN = 0.08  # top and bottom share of a page where running headers and footers sit
@@ -366,15 +376,80 @@ def _cell_text(words: list, cell) -> str:
     return " ".join(w[4] for w in _words_in(words, cell))
 
 
-def _tables(page, number: int, grids: list[_Grid], area: tuple | None, words: _Words) -> list[_Block]:
-    """Table blocks: regular grids read straight from the page's words, other ruling by
-    ``find_tables`` (one call over the area around all of it)."""
-    import pymupdf
+class _OverBudget(BaseException):  # not Exception: find_tables catches those and returns None
+    """Raised by the alarm when find_tables runs past its time on a page."""
 
+
+@contextmanager
+def _alarm(seconds: float):
+    """Raise ``_OverBudget`` in the block after ``seconds``: only in a worker process's main thread
+    (the flow's own process keeps its signals; there the deadline is the document's budget alone)."""
+    if not in_worker() or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum, frame):
+        raise _OverBudget
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _TableBudget:
+    """The seconds ``find_tables`` may take on a page and in the whole document, and the pages that
+    lost their tables to them (their text is kept)."""
+
+    def __init__(self, cfg: ParseConfig) -> None:
+        self.page_s, self.left = cfg.pdf_table_timeout_s, cfg.pdf_tables_budget_s
+        self.budget_s = cfg.pdf_tables_budget_s
+        self.timed_out: list[int] = []
+        self.skipped: list[int] = []
+
+    def find(self, page, number: int, area: tuple) -> list:
+        """``find_tables``' tables over ``area``, or none when the page's or the document's time runs out."""
+        import pymupdf
+
+        if self.left <= 0:
+            self.skipped.append(number)
+            return []
+        limit = min(self.page_s, self.left)
+        start = time.perf_counter()
+        try:
+            with _alarm(limit):
+                finder = page.find_tables(clip=pymupdf.Rect(area), use_layout=False)
+        except _OverBudget:
+            (self.timed_out if limit == self.page_s else self.skipped).append(number)
+            return []
+        finally:
+            self.left -= time.perf_counter() - start
+        return finder.tables if finder is not None else []  # None: find_tables failed (and logged it)
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.timed_out:
+            out.append(f"tables_timeout: pages {_page_list(self.timed_out)}: finding their tables took longer than "
+                       f"{self.page_s:g} s a page (LAMINAE_PARSE__PDF_TABLE_TIMEOUT_S); their text is kept, the "
+                       "tables pymupdf's find_tables would have read are not")
+        if self.skipped:
+            out.append(f"tables_skipped: pages {_page_list(self.skipped)}: the PDF's table-finding budget of "
+                       f"{self.budget_s:g} s (LAMINAE_PARSE__PDF_TABLES_BUDGET_S) was spent; their text is kept, "
+                       "the tables pymupdf's find_tables would have read are not")
+        return out
+
+
+def _tables(page, number: int, grids: list[_Grid], area: tuple | None, words: _Words,
+            budget: _TableBudget) -> list[_Block]:
+    """Table blocks: regular grids read straight from the page's words, other ruling by
+    ``find_tables`` (one call over the area around all of it, within ``budget``)."""
     found: list[tuple[tuple, list[tuple[list[str], tuple[float, float]]]]] = []
     for grid in grids:
         found.append((grid.bbox, _grid_rows(grid, words())))
-    for tab in page.find_tables(clip=pymupdf.Rect(area), use_layout=False).tables if area else []:
+    for tab in budget.find(page, number, area) if area else []:
         if any(_inside(tab.bbox, grid.bbox) for grid in grids):
             continue  # a regular grid inside the area, read above
         inside = _words_in(words(), tab.bbox)
@@ -517,6 +592,8 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None, ocr: OcrCon
     ocr = ocr or OcrConfig()
     scans = _Scans(ocr)
     doc = _open(body, cfg)
+    extend_deadline(cfg.timeout_s + cfg.pdf_page_timeout_s * doc.page_count)
+    budget = _TableBudget(cfg)
     warnings: list[str] = []
     if doc.is_repaired:
         warnings.append("repaired_pdf: the file was damaged (truncated or broken cross-references) and repaired")
@@ -539,7 +616,7 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None, ocr: OcrCon
                     blocks, images = scans.read(page, number, images, warnings)
                 words = _Words(page, textpage)
                 grids, area = _table_areas(rules) if cfg.pdf_tables and blocks else ([], None)
-                extra = (_tables(page, number, grids, area, words) if grids or area else [], images,
+                extra = (_tables(page, number, grids, area, words, budget) if grids or area else [], images,
                          _links(page, url, words))
             except Exception as exc:  # one unreadable page must not lose the others
                 warnings.append(f"page_unreadable: page {number}: {type(exc).__name__}: {exc}")
@@ -571,6 +648,7 @@ def parse_pdf(body: bytes, url: str, cfg: ParseConfig | None = None, ocr: OcrCon
             blocks[:] = _reading_order(blocks, width)
             _attach_links(links, blocks)
         warnings.extend(scans.summary(doc.page_count, has_text))
+        warnings.extend(budget.warnings())
         components = _components(pages, title, cfg)
     finally:
         doc.close()

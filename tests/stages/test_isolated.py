@@ -1,12 +1,15 @@
-"""Worker processes: results in order, and a call that kills its worker costs only that call."""
+"""Worker processes: results in order, and a call that kills its worker or runs past its deadline
+costs only that call."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
-from laminae.tasks.parse.isolated import WorkerCrash, WorkerPool, close_pools
+from laminae.tasks.parse.isolated import WorkerCrash, WorkerPool, WorkerTimeout, close_pools, extend_deadline
 
 
 def _square(x: int) -> int:
@@ -21,6 +24,22 @@ def _die_on(x: int, fatal: int) -> int:
 
 def _raise(x: int) -> int:
     raise ValueError(f"bad {x}")
+
+
+def _hang_on(x: int, stuck: int) -> tuple[int, int]:
+    if x == stuck:
+        threading.Event().wait()  # never set: only the deadline ends this call
+    return x * x, os.getpid()
+
+
+def _longer(seconds: float) -> str:
+    extend_deadline(60)  # what a PDF does once its pages are counted
+    time.sleep(seconds)  # the work: longer than the deadline the call was given
+    return "done"
+
+
+def _unpicklable() -> object:
+    return threading.Lock()
 
 
 def test_results_come_back_in_order_from_other_processes():
@@ -81,7 +100,7 @@ def test_pages_parse_in_workers_and_a_page_whose_worker_dies_becomes_an_error_ro
                              raw_key=raw.put(page("P0", "<p>Loaf 0 is baked. It cools.</p>",
                                                   head="<link rel='canonical' href='http://h.test/0'>"))))
     settings = BuildSettings(runner={"parse_workers": 2})
-    serial = pipeline.parse_documents(pages, str(tmp_path), BuildSettings(), "run")
+    serial = pipeline.parse_documents(pages, str(tmp_path), BuildSettings(runner={"parse_workers": 0}), "run")
     parallel = pipeline.parse_documents(pages, str(tmp_path), settings, "run")
     assert parallel[0] == serial[0]  # the same nodes, the duplicate /again dropped in both
     same = [{k: v for k, v in e.items() if k != "created_at"} for e in serial[1]]
@@ -90,11 +109,41 @@ def test_pages_parse_in_workers_and_a_page_whose_worker_dies_becomes_an_error_ro
     assert [e["reason"] for e in parallel[1]] == ["duplicate_document"]
 
     real = pipeline.worker_pool(2)
-    monkeypatch.setattr(pipeline, "worker_pool", lambda n: type("Dying", (), {"map": lambda self, fn, calls: [
-        WorkerCrash("died") if i == 1 else r for i, r in enumerate(real.map(fn, calls))]})())
+    monkeypatch.setattr(pipeline, "worker_pool", lambda n: type("Dying", (), {"map": lambda self, fn, calls, *deadline: [
+        WorkerCrash("died") if i == 1 else r for i, r in enumerate(real.map(fn, calls, *deadline))]})())
     try:
         docs, errors = pipeline.parse_documents(pages[:3], str(tmp_path), settings, "run")
     finally:
         close_pools()
     assert [d.document["url"] for d in docs] == [pages[0].url, pages[2].url]
     assert [(e["url"], e["reason"]) for e in errors] == [(pages[1].url, "parser_crashed")]
+
+
+def test_a_call_past_its_deadline_is_killed_and_the_others_get_their_results():
+    pool = WorkerPool(2)
+    try:
+        out = pool.map(_hang_on, [(i, 3) for i in range(8)], 0.5)
+        assert out[3] == WorkerTimeout(0.5)
+        assert [r[0] for i, r in enumerate(out) if i != 3] == [i * i for i in range(8) if i != 3]
+        # the stuck worker was killed (and reaped): no call after it ran in that process
+        workers = {r[1] for i, r in enumerate(out) if i != 3}
+        alive = set(pool.pids())
+        for pid in workers - alive:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+        assert len(workers) >= 2  # a fresh process took over
+        assert [r[0] for r in pool.map(_hang_on, [(2, -1), (3, -1)], [1.0, None])] == [4, 9]
+    finally:
+        pool.close()
+
+
+def test_a_call_can_move_its_own_deadline_and_unsendable_outcomes_raise():
+    pool = WorkerPool(1)
+    try:
+        assert pool.map(_longer, [(1.0,)], 0.2) == ["done"]
+        with pytest.raises(RuntimeError, match="could not be sent back"):
+            pool.map(_unpicklable, [()])
+        with pytest.raises(ValueError, match="2 deadlines for 1 calls"):
+            pool.map(_square, [(1,)], [1.0, 2.0])
+    finally:
+        pool.close()
