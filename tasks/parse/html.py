@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import re
 from functools import lru_cache
+from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
 import lxml.html
@@ -121,6 +122,8 @@ LIST_CHUNK_CHARS = 2000  # a list's items are grouped into components up to this
 SHORT_DL_CHARS = 1000  # a definition list up to this size (plain descriptions only) stays one component
 TERM_LEVEL = 7  # a definition's term is a section below every heading level
 MAX_TERM_SECTION_CHARS = 600
+MAX_HEADING_CHARS = 600  # a longer heading is also a paragraph of its own, its section name cut
+MAX_TITLE_CHARS = 1000
 
 
 def decode_html(body: bytes, charset: str | None = None) -> str:
@@ -270,6 +273,227 @@ def _int_attr(el: etree._Element, name: str) -> int | None:
     return int(value) if value.isdigit() else None
 
 
+# -- the tree ------------------------------------------------------------------------------------
+# The walk below recurses once or a few times per level of the tree (block -> dispatch -> block,
+# an admonition's three calls): a tree is made no deeper than MAX_DEPTH first, so that no page can
+# exhaust Python's stack (1,000 frames). Real pages are far shallower (wtq-dev's 200 Wikipedia
+# pages at most 14 levels). Past UNWRAP_DEPTH, formatting elements that mean nothing to the walk
+# (a run of unclosed <font> tags, the usual cause) are unwrapped in a deep part, so the content
+# under them keeps its structure; what is still deeper than MAX_DEPTH is read as the children of
+# its ancestor at that depth, text kept in document order.
+MAX_DEPTH = 100
+UNWRAP_DEPTH = 50
+UNWRAP_TAGS = frozenset({
+    "font", "span", "b", "i", "u", "s", "strike", "em", "strong", "small", "big", "tt", "mark", "ins", "del",
+    "abbr", "acronym", "cite", "dfn", "kbd", "samp", "var", "code", "q", "bdi", "bdo", "nobr", "blink", "time",
+    "data", "label",
+})
+# kept whole where they are flattened: what is inside them is theirs (a video's sources, a
+# skipped element's links), read flat inside them
+ATOMIC_TAGS = frozenset({"video", "audio", "picture", "math"})
+# containers whose walk reads only some kinds of children (a row's cells, a list's items): what is
+# flattened goes into the deepest open element that is none of these
+PICKY_TAGS = frozenset({"table", "thead", "tbody", "tfoot", "tr", "colgroup", "ul", "ol", "menu", "dl", "figure"})
+# libxml2 stops at 2,048 open elements even with huge_tree and drops the rest of the page; such a
+# page is read again by html.parser into a tree that opens at most this many
+FALLBACK_DEPTH = 512
+# RFC 9110 asks every sender and recipient to handle URIs of at least 8,000 octets; a longer
+# href or src (a 12 MB one, say) is no address anyone serves, and it would be stored and fetched
+MAX_URL_CHARS = 8000
+VOID_TAGS = frozenset({
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source",
+    "track", "wbr",
+})
+_XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_NOT_XML_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def page_tree(html: str) -> tuple[etree._Element, list[str]]:
+    """The page's element tree, no deeper than ``MAX_DEPTH`` (+2), and warnings ("reason: message")
+    for what was read other than as written.
+
+    lxml parses with ``huge_tree``: without it libxml2 stops at a text node or attribute over
+    10 MB or 256 open elements and silently drops the rest of the page (our bodies are bounded
+    by ``crawl.max_body_bytes``). Where libxml2 still stops (2,048 open elements), the page is
+    read by html.parser instead, with every text kept."""
+    parser = lxml.html.HTMLParser(huge_tree=True)
+    try:
+        root = lxml.html.document_fromstring(html, parser=parser)
+    except (etree.ParserError, ValueError) as exc:
+        raise ParseError(f"lxml could not build a tree: {exc}") from None
+    notes: list[str] = []
+    fatal = next((e for e in parser.error_log if e.level >= etree.ErrorLevels.FATAL), None)
+    if fatal is not None:
+        builder = _CappedTreeBuilder()
+        builder.feed(html)
+        builder.close()
+        root = builder.root
+        notes.append(f"lxml stopped at line {fatal.line}, column {fatal.column} ({fatal.message.strip()}), which "
+                     f"drops the rest of the page, so html.parser read it (at most {FALLBACK_DEPTH} elements open)")
+    flattened = _shallow(root)
+    if flattened:
+        notes.append(f"{flattened} elements nested more than {MAX_DEPTH} levels deep were read as children of "
+                     "their ancestor at that depth (the structure below it, such as a table's rows, is lost)")
+    if not notes:
+        return root, []
+    reason = "html_fallback" if fatal is not None and "depth" not in fatal.message.lower() else "deep_html"
+    return root, [f"{reason}: " + "; ".join(notes) + "; all the text is kept, in order"]
+
+
+def _shallow(root: etree._Element) -> int:
+    """Make a tree deeper than ``MAX_DEPTH`` shallow in place (see ``_rebuild``); returns how many
+    elements were flattened. Costs one XPath evaluation on a tree that is not that deep."""
+    deep = "/".join(["*"] * (MAX_DEPTH - UNWRAP_DEPTH + 1))
+    tops = root.xpath("/".join(["*"] * UNWRAP_DEPTH) + f"[{deep}]")
+    return sum(_rebuild(top, MAX_DEPTH - UNWRAP_DEPTH) for top in tops)
+
+
+def _rebuild(top: etree._Element, room: int) -> int:
+    """Rebuild the subtree of ``top`` no more than ``room`` + 2 levels deep, text kept in document
+    order: formatting elements (``UNWRAP_TAGS``, not skipped ones) are unwrapped, elements that
+    still have no room become children of their deepest ancestor that has (``ATOMIC_TAGS`` and
+    skipped elements among them keep what was inside them, flat). Iterative, linear in the
+    subtree's size; returns how many elements were flattened."""
+    chain = [top]  # the new tree's open elements, by depth below top
+    holders = [top]  # those of them that are not PICKY_TAGS
+    closing: list[str] = []  # per open element of the old tree: "drop", "push", "flat" or "scope"
+    placed: list[tuple[etree._Element, etree._Element]] = []  # (element, its new parent), in document order
+    moved: list[etree._Element] = []  # every element below top, in document order
+    texts: dict[etree._Element, str | None] = {}
+    tails: dict[etree._Element, str | None] = {}
+    slot, slot_is_text, pieces = top, True, [top.text or ""]
+    scope: etree._Element | None = None
+    flattened = unwrapped = 0
+
+    def flush() -> None:
+        (texts if slot_is_text else tails)[slot] = "".join(pieces) or None
+
+    for event, node in etree.iterwalk(top, events=("start", "end", "comment", "pi")):
+        if node is top:
+            continue
+        if event in ("comment", "pi"):  # not text: only what follows it is
+            moved.append(node)
+            pieces.append(node.tail or "")
+        elif event == "start":
+            moved.append(node)
+            if scope is None and node.tag in UNWRAP_TAGS and not _should_skip(node) and not (
+                    _classes(node) & LINE_NUMBER_CLASSES):
+                closing.append("drop")
+                unwrapped += 1
+                pieces.append(node.text or "")
+                continue
+            flush()
+            if scope is not None:
+                placed.append((node, scope))
+                closing.append("flat")
+            elif len(chain) <= room:
+                placed.append((node, chain[-1]))
+                chain.append(node)
+                if node.tag not in PICKY_TAGS and _grid_columns(node) is None:
+                    holders.append(node)
+                closing.append("push")
+            else:
+                placed.append((node, holders[-1]))
+                flattened += 1
+                if node.tag in ATOMIC_TAGS or _should_skip(node):
+                    scope = node
+                    closing.append("scope")
+                else:
+                    closing.append("flat")
+            slot, slot_is_text, pieces = node, True, [node.text or ""]
+        else:
+            how = closing.pop()
+            if how == "drop":
+                pieces.append(node.tail or "")
+                continue
+            if how == "push":
+                if holders[-1] is chain.pop():
+                    holders.pop()
+            elif how == "scope":
+                scope = None
+            flush()
+            slot, slot_is_text, pieces = node, False, [node.tail or ""]
+    flush()
+    if not flattened and not unwrapped:
+        return 0
+    for node in reversed(moved):  # children before parents: each is a leaf when it goes
+        node.getparent().remove(node)
+    top.text = texts.get(top)
+    for node, parent in placed:
+        parent.append(node)
+        node.text, node.tail = texts.get(node), tails.get(node)
+    return flattened
+
+
+class _CappedTreeBuilder(HTMLParser):
+    """A page's tree from html.parser's tokens, for a page libxml2 gives up on: never more than
+    ``FALLBACK_DEPTH`` elements open (past that a formatting tag is left out and another element
+    closes the innermost one before it opens); end tags close the innermost open element of their
+    name; all text is kept, in order. html.parser applies none of HTML's implied end tags, which
+    the later walk does not need."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = lxml.html.Element("html")
+        self.stack: list[etree._Element] = [self.root]
+        self.open_tags: dict[str, int] = {}
+        self.left_out: dict[str, int] = {}
+        self.pending: list[str] = []
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        text = _NOT_XML_TEXT.sub("", "".join(self.pending))
+        self.pending.clear()
+        parent = self.stack[-1]
+        if len(parent):
+            parent[-1].tail = (parent[-1].tail or "") + text
+        else:
+            parent.text = (parent.text or "") + text
+
+    def handle_data(self, data: str) -> None:
+        self.pending.append(data)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        # text goes on flowing into the same place past a tag left out (no flush: a run of them
+        # must not copy the text gathered so far again and again)
+        attrib = {name: _NOT_XML_TEXT.sub("", value or "") for name, value in attrs if _XML_NAME.fullmatch(name)}
+        if tag == "html" and len(self.stack) == 1 and not len(self.root):
+            self.root.attrib.update(attrib)
+            return
+        full = len(self.stack) > FALLBACK_DEPTH
+        if not _XML_NAME.fullmatch(tag) or (full and tag in UNWRAP_TAGS and not attrib):
+            self.left_out[tag] = self.left_out.get(tag, 0) + 1
+            return
+        self._flush()
+        if full:
+            self._pop(len(self.stack) - 1)
+        el = lxml.html.Element(tag, attrib)
+        self.stack[-1].append(el)
+        if tag not in VOID_TAGS:
+            self.stack.append(el)
+            self.open_tags[tag] = self.open_tags.get(tag, 0) + 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.left_out.get(tag):
+            self.left_out[tag] -= 1
+        elif self.open_tags.get(tag):
+            self._flush()
+            at = len(self.stack) - 1
+            while self.stack[at].tag != tag:
+                at -= 1
+            self._pop(at)
+
+    def _pop(self, at: int) -> None:
+        for el in self.stack[at:]:
+            self.open_tags[el.tag] -= 1
+        del self.stack[at:]
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+
+
 class TextBuilder:
     """Collects inline text with collapsed whitespace and records link offsets into it."""
 
@@ -318,12 +542,12 @@ class HtmlParser:
     def __init__(self, html: str, url: str, cfg: ParseConfig) -> None:
         self.url = url
         self.cfg = cfg
-        try:
-            self.root = lxml.html.document_fromstring(html)
-        except (etree.ParserError, ValueError) as exc:
-            raise ParseError(f"lxml could not build a tree: {exc}") from None
+        self.root, self.warnings = page_tree(html)
+        self.long_urls: dict[str, None] = {}  # href and src values over MAX_URL_CHARS, left out
         base = self.root.find(".//base[@href]")
-        self.base_url = urljoin(url, resolve_href(url, base.get("href")) or "") if base is not None else url  # web: no file://
+        self.base_url = url
+        if base is not None and self._short(base.get("href")):
+            self.base_url = urljoin(url, resolve_href(url, base.get("href")) or "")  # web: no file://
         self.components: list[Component] = []
         self.sections: list[tuple[int, str]] = []
         self.consumed: set[etree._Element] = set()
@@ -337,7 +561,13 @@ class HtmlParser:
         return [text for _, text in self.sections]
 
     def resolve(self, href: str | None) -> str | None:
-        return resolve_href(self.base_url, href)
+        return resolve_href(self.base_url, href) if self._short(href) else None
+
+    def _short(self, href: str | None) -> bool:
+        if href is not None and len(href) > MAX_URL_CHARS:
+            self.long_urls[href] = None
+            return False
+        return True
 
     def plain_text(self, el: etree._Element) -> str:
         tb = TextBuilder()
@@ -481,6 +711,10 @@ class HtmlParser:
         self.flush_prefix()
         while self.sections and self.sections[-1][0] >= level:
             self.sections.pop()
+        if len(text) > MAX_HEADING_CHARS:  # every component below repeats its section path: a
+            # paragraph-long "heading" is read as the paragraph it is, and names its section cut
+            self.emit(Component("paragraph", text, self.section_path(), []))
+            text = text[:MAX_HEADING_CHARS].rsplit(" ", 1)[0] + " …"
         self.sections.append((level, text))
 
     def admonition(self, el: etree._Element, title: etree._Element | None) -> None:
@@ -945,6 +1179,10 @@ class HtmlParser:
             og = root.xpath("//meta[@property='og:title']/@content")
             h1 = root.find(".//h1")
             title = (og[0].strip() if og else "") or (self.plain_text(h1).strip() if h1 is not None else "")
+        if len(title) > MAX_TITLE_CHARS:  # every image's text repeats it
+            self.warnings.append(f"truncated_html: the title ({len(title):,} characters) was cut to its first "
+                                 f"{MAX_TITLE_CHARS:,}")
+            title = title[:MAX_TITLE_CHARS]
         self.title = title or self.url
         canonical = None
         for link in root.xpath("//link[@href]"):
@@ -970,6 +1208,13 @@ class HtmlParser:
             if comp.kind in ("image", "video"):
                 comp.text = image_text_proxy(comp, self.title)
         page = ParsedPage(self.url, self.title, canonical, root.get("lang"), self.components)
+        page.warnings.extend(self.warnings)
+        if self.long_urls:
+            n, first = len(self.long_urls), next(iter(self.long_urls))
+            page.warnings.append(
+                f"truncated_html: {n} address{'es' if n > 1 else ''} (href or src) longer than {MAX_URL_CHARS:,} "
+                f"characters {'were' if n > 1 else 'was'} left out, the text around them kept; the first is "
+                f"{len(first):,} characters long and starts {first[:80]!r}")
         if not self.components and _table_of_contents(content):
             page.warnings.append("navigation_only: the page holds only a table of contents (a chapter's or a "
                                  "part's index page of a documentation site); nothing to index")
