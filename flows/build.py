@@ -86,13 +86,17 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
     loaded until something needs embedding."""
     if settings.detect.enabled:
         resolve_weights(settings.detect)  # a wrong weights path fails now, not after the crawl
-    meta = IndexStore(index).metadata()
+    store = IndexStore(index)
+    meta = store.metadata()
     recorded = (meta or {}).get("embedder")
     if (recorded and meta.get("serialization", 1) == SERIALIZATION and not reembed
             and (reuse or recorded.get("model_id") == configured_model_id(settings.embed))):
+        # no model loaded, but the index's tables are checked and gain the columns added since
+        # it was built (edges.anchors, search_terms), else this run's values for them are lost
+        store.prepare(recorded)
         return {**recorded, "device": "not loaded"}  # loaded by the first batch that misses the cache
     embedder = load_embedder(settings.embed)
-    if IndexStore(index).prepare(embedder.info.as_metadata(), reembed=reembed):
+    if store.prepare(embedder.info.as_metadata(), reembed=reembed):
         old = (meta or {}).get("embedder", {}).get("model_id")
         count = reembed_index(index, embedder)
         log.info("moved the index from %s (serialization %s) to %s (serialization %s): %d items embedded",

@@ -76,12 +76,16 @@ class IndexStore:
 
     def prepare(self, embedder: dict, reembed: bool = False) -> bool:
         """Create the tables (if new) for ``embedder`` ({model_id, dim, image_mode}); refuse a mix.
+        An existing index's tables gain the nullable columns added since it was built, all null,
+        before anything is written to them (rows written with a table's old schema would lose
+        those values): a build or refresh calls this every time, a move included.
 
         Returns True when the caller must move the whole index (``laminae.tasks.pipeline.reembed_index``):
         it holds another model's vectors and ``reembed`` allows the move, or its nodes were
         serialized by another version of ``laminae.tasks.nodes.search_text`` (always moved).
         """
         meta = self.metadata()
+        move = False
         if meta is not None and "embedder" in meta:
             if meta.get("schema_version") != SCHEMA_VERSION:
                 raise IndexConfigError(
@@ -91,16 +95,16 @@ class IndexStore:
             old = meta["embedder"]
             if (old["model_id"], old["dim"], old["image_mode"]) != (
                     embedder["model_id"], embedder["dim"], embedder["image_mode"]):
-                if reembed:
-                    return True
-                raise IndexConfigError(
-                    f"{self.root} holds vectors of {old['model_id']} ({old['dim']}-d); the configured "
-                    f"embedder is {embedder['model_id']} ({embedder['dim']}-d). Vector spaces are never "
-                    "mixed: pass --reembed to move the whole index to the new model, build into a new "
-                    "--index directory, or configure the index's model"
-                )
-            if meta.get("serialization", 1) != SERIALIZATION:
-                return True  # serialized by another laminae: moved whole, never mixed
+                if not reembed:
+                    raise IndexConfigError(
+                        f"{self.root} holds vectors of {old['model_id']} ({old['dim']}-d); the configured "
+                        f"embedder is {embedder['model_id']} ({embedder['dim']}-d). Vector spaces are never "
+                        "mixed: pass --reembed to move the whole index to the new model, build into a new "
+                        "--index directory, or configure the index's model"
+                    )
+                move = True
+            # serialized by another laminae: moved whole, never mixed
+            move = move or meta.get("serialization", 1) != SERIALIZATION
         else:
             self.remember(schema_version=SCHEMA_VERSION, embedder=embedder, serialization=SERIALIZATION,
                           created_at=datetime.now(UTC).isoformat())
@@ -113,7 +117,7 @@ class IndexStore:
             missing = [f for f in schema if f.name not in tbl.schema.names]
             if missing:  # nullable columns added since the index was built (videos' times): all null
                 tbl.add_columns(pa.schema(missing))
-        return False
+        return move
 
     def remember(self, **entries) -> None:
         """Merge ``entries`` (seeds, settings, ...) into ``index.json`` so a refresh can reuse them."""
