@@ -9,6 +9,9 @@ differs from the one compared before it (mean absolute difference of the channel
 also taken after ``max_spacing_s`` without one, and decoding stops at ``max_keyframes``. A video
 that cannot be used (no video stream, an undecodable or truncated file, too long, too large)
 raises ``VideoProblem``; its reason is cached like a choice, so it is not decoded again either.
+The frame size is checked on every decoded frame too (a codec may report a width of 0, or change
+size mid-stream). In a worker process (``laminae.tasks.parse.isolated``) the decoding deadline
+becomes ``decode_timeout_s`` plus ``decode_timeout_per_s`` for each second of the declared duration.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from laminae.schemas.ids import digest
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import VideoConfig
+from laminae.tasks.parse.isolated import extend_deadline
 
 CACHE_DIR = "keyframes"
 SCENE_SIZE = (64, 36)  # the copy frames are compared on
@@ -109,6 +113,8 @@ def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str])
         declared = _declared_duration(container, stream)
         if declared is not None and declared > cfg.max_duration_s:
             raise VideoProblem("video_too_long", f"{declared:.0f} s exceeds max_duration_s ({cfg.max_duration_s:g} s)")
+        if declared is not None and declared > 0:
+            extend_deadline(cfg.decode_timeout_s + cfg.decode_timeout_per_s * declared)
         stream.thread_type = "AUTO"
         frames = VideoFrames(declared, width or None, height or None)
         previous = None
@@ -120,6 +126,11 @@ def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str])
                     continue
                 if time_s > cfg.max_duration_s:
                     raise VideoProblem("video_too_long", f"decoded past max_duration_s ({cfg.max_duration_s:g} s)")
+                if frame.width * frame.height > cfg.max_pixels:  # the codec's size may have been 0, or changed
+                    raise VideoProblem("video_too_large", f"a {frame.width}x{frame.height}-pixel frame exceeds "
+                                       f"max_pixels ({cfg.max_pixels})")
+                if not frames.width or not frames.height:
+                    frames.width, frames.height = frame.width, frame.height
                 last_time = time_s
                 if time_s < next_sample:
                     continue

@@ -10,6 +10,10 @@ raw store, ``image_url`` the video's URL with ``#t=<seconds>``) that the detect,
 stages treat like any picture, and the ``transcript`` components with their timed sentences
 (``laminae.tasks.nodes.transcripts``); their ``contains`` edges; fetch results; and problems
 (stage ``video`` or ``captions``): the page around a broken video is indexed as before.
+
+Decoding a video and reading a caption file (parsing its cues, splitting its sentences) run in a
+worker process of their own (``laminae.tasks.parse.isolated``, unless ``runner.parse_workers`` is
+0), killed at the deadline: ``decode_timeout`` and ``parse_timeout`` error rows, not a stalled batch.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import urlsplit, urlunsplit
 
 from laminae.schemas.storage import IndexFiles
 from laminae.schemas.timecodes import clock
-from laminae.tasks.config import BuildSettings
+from laminae.tasks.config import BuildSettings, VideoConfig
 from laminae.tasks.crawl.fetch import FetchResult, fetch_images
 from laminae.tasks.crawl.files import is_file_url
 from laminae.tasks.nodes.build import DocumentNodes, component_row, edge_row
@@ -34,7 +39,8 @@ from laminae.tasks.nodes.keyframes import (
 )
 from laminae.tasks.nodes.search_text import serialize_document
 from laminae.tasks.nodes.transcripts import CaptionError, parse_captions, transcript_nodes
-from laminae.tasks.parse.pages import error_row
+from laminae.tasks.parse.isolated import WorkerCrash, WorkerTimeout, worker_pool
+from laminae.tasks.parse.pages import error_row, timeout_row
 from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.video")
@@ -63,9 +69,10 @@ def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles,
                     run_id: str, seed_hosts: set[str], make_id: Callable[[str], Callable[[str, str], str]],
                     previous: Callable[[list[str]], dict[str, dict]] | None = None) -> VideoNodes:
     """Fetch, decode (or find in the cache) and caption every video component of ``docs``, in place.
-    ``make_id(document_id)`` gives the id maker of a document's new nodes; ``previous(urls)`` the
-    last ``fetches`` rows of the videos' URLs (a video fetched before is asked for conditionally:
-    ETag, Last-Modified)."""
+    ``make_id(document_id)`` gives the id maker of a document's new nodes (a module-level function:
+    caption files are read in a worker process that calls it); ``previous(urls)`` the last
+    ``fetches`` rows of the videos' URLs (a video fetched before is asked for conditionally: ETag,
+    Last-Modified)."""
     out = VideoNodes()
     cfg = settings.video
     videos = [(d, c) for d in docs for c in d.components if c["kind"] == "video" and c.get("video_url")]
@@ -98,10 +105,9 @@ def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles,
                 added += [_keyframe_row(video, k, make) for k in frames.keyframes]
         subcomponents, edges = [], [edge_row("contains", video["document_id"], 0, c["id"], video["document_id"])
                                     for c in added]
-        cues = _cues(video, tracks[video["id"]], captions, raw, settings, run_id, out)
-        if cues:
-            comps, subcomponents, caption_edges = transcript_nodes(video, cues, cfg.caption_window_s,
-                                                                   settings.parse.language, make)
+        read = _captions(video, tracks[video["id"]], captions, raw, settings, run_id, make_id, out)
+        if read:
+            comps, subcomponents, caption_edges = read
             added += comps
             edges += caption_edges
         _insert_after(doc, video, added, subcomponents, edges)
@@ -134,14 +140,20 @@ def _frames(key: str, video: dict, raw: RawStore, files: IndexFiles, settings: B
     if frames is not None:
         out.cached += 1
     else:
-        try:
-            frames = choose_keyframes(raw.get(key), cfg, raw.put)
-        except VideoProblem as problem:
-            frames = VideoFrames(reason=problem.reason, message=str(problem))
-        except Exception as exc:  # one video FFmpeg chokes on must not stop the batch
-            frames = VideoFrames(reason="undecodable_video", message=f"{type(exc).__name__}: {exc}")
         out.decoded += 1
-        remember_frames(key, frames, files, cfg)
+        if settings.runner.parse_workers:
+            outcome = worker_pool(1, "video").map(decode_video, [(raw.files.uri, key, cfg)], cfg.decode_timeout_s)[0]
+        else:
+            outcome = decode_video(raw, key, cfg)
+        if isinstance(outcome, WorkerTimeout):  # not cached: a later run, less loaded, may finish
+            frames = VideoFrames(reason="decode_timeout", message=(
+                f"decoding ran past its deadline of {outcome.seconds:g} s (LAMINAE_VIDEO__DECODE_TIMEOUT_S + "
+                "DECODE_TIMEOUT_PER_S x the declared duration); its worker process was killed"))
+        elif isinstance(outcome, WorkerCrash):
+            frames = VideoFrames(reason="decoder_crashed", message=f"{outcome.reason}, twice")
+        else:
+            frames = outcome
+            remember_frames(key, frames, files, cfg)
     doc = video["document_id"]
     if frames.reason:
         out.problems.append(error_row(run_id, video["video_url"], "video", frames.reason, frames.message or "",
@@ -151,6 +163,23 @@ def _frames(key: str, video: dict, raw: RawStore, files: IndexFiles, settings: B
         out.problems.append(error_row(run_id, video["video_url"], "video", "truncated_video", frames.warning,
                                       severity="warning", document=doc))
     return frames
+
+
+@lru_cache(maxsize=8)
+def _raw_store(index_dir: str) -> RawStore:
+    return RawStore(index_dir)
+
+
+def decode_video(raw: RawStore | str, key: str, cfg: VideoConfig) -> VideoFrames:
+    """The keyframes of the video bytes at ``key`` in ``raw`` (or the raw store of the index at that
+    path, in a worker process), or the problem that stopped them (``reason``)."""
+    raw = _raw_store(raw) if isinstance(raw, str) else raw
+    try:
+        return choose_keyframes(raw.get(key), cfg, raw.put)
+    except VideoProblem as problem:
+        return VideoFrames(reason=problem.reason, message=str(problem))
+    except Exception as exc:  # one video FFmpeg chokes on must not stop the batch
+        return VideoFrames(reason="undecodable_video", message=f"{type(exc).__name__}: {exc}")
 
 
 def _keyframe_row(video: dict, frame, make: Callable[[str, str], str]) -> dict:
@@ -163,9 +192,10 @@ def _keyframe_row(video: dict, frame, make: Callable[[str, str], str]) -> dict:
         time_s=frame.time_s)
 
 
-def _cues(video: dict, urls: list[str], captions: dict[str, FetchResult], raw: RawStore, settings: BuildSettings,
-          run_id: str, out: VideoNodes):
-    """The cues of the video's track (or of the first sidecar file found); a missing sidecar is no error."""
+def _captions(video: dict, urls: list[str], captions: dict[str, FetchResult], raw: RawStore, settings: BuildSettings,
+              run_id: str, make_id: Callable[[str], Callable[[str, str], str]], out: VideoNodes):
+    """The transcript nodes of the video's track (or of the first sidecar file found), read in a
+    worker within ``parse.timeout_s``; a missing sidecar is no error."""
     doc = video["document_id"]
     for url in urls:
         res = captions.get(url)
@@ -176,18 +206,41 @@ def _cues(video: dict, urls: list[str], captions: dict[str, FetchResult], raw: R
                 out.problems.append(error_row(run_id, url, "captions", res.error or "unknown", res.message or "",
                                               document=doc))
             continue
-        data = raw.get(res.raw_key)
-        try:
-            if len(data) > settings.video.max_caption_bytes:
-                raise CaptionError("captions_too_large", f"{len(data)} bytes exceeds max_caption_bytes "
-                                   f"({settings.video.max_caption_bytes})")
-            cues = parse_captions(data)
-        except CaptionError as problem:
-            out.problems.append(error_row(run_id, url, "captions", problem.reason, str(problem), document=doc))
-            return None
-        video["captions_url"] = url
-        return cues
+        before, video["captions_url"] = video["captions_url"], url  # the transcript rows name it
+        call = (video, raw.files.uri if settings.runner.parse_workers else raw, res.raw_key, settings.video,
+                settings.parse.language, make_id)
+        if settings.runner.parse_workers:
+            outcome = worker_pool(1, "video").map(caption_nodes, [call], settings.parse.timeout_s)[0]
+        else:
+            outcome = caption_nodes(*call)
+        if isinstance(outcome, WorkerTimeout):
+            out.problems.append(timeout_row(run_id, url, "captions", outcome.seconds, document=doc))
+        elif isinstance(outcome, WorkerCrash):
+            out.problems.append(error_row(run_id, url, "captions", "parser_crashed", f"{outcome.reason}, twice",
+                                          document=doc))
+        elif outcome[0] == "problem":
+            out.problems.append(error_row(run_id, url, "captions", outcome[1], outcome[2], document=doc))
+        else:
+            return outcome[1:]
+        video["captions_url"] = before
+        return None
     return None
+
+
+def caption_nodes(video: dict, raw: RawStore | str, key: str, cfg: VideoConfig, language: str,
+                  make_id: Callable[[str], Callable[[str, str], str]]) -> tuple:
+    """("nodes", transcript components, sentences, edges) of the caption file at ``key`` in ``raw``
+    (or the raw store of the index at that path, in a worker), or ("problem", reason, message)."""
+    raw = _raw_store(raw) if isinstance(raw, str) else raw
+    data = raw.get(key)
+    try:
+        if len(data) > cfg.max_caption_bytes:
+            raise CaptionError("captions_too_large", f"{len(data)} bytes exceeds max_caption_bytes "
+                               f"({cfg.max_caption_bytes})")
+        cues = parse_captions(data)
+    except CaptionError as problem:
+        return "problem", problem.reason, str(problem)
+    return ("nodes", *transcript_nodes(video, cues, cfg.caption_window_s, language, make_id(video["document_id"])))
 
 
 def _insert_after(doc: DocumentNodes, video: dict, added: list[dict], subcomponents: list[dict],
