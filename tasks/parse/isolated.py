@@ -34,7 +34,7 @@ from typing import Any
 CALLS_PER_WORKER = 1000
 STARTUP_S = 300.0  # a worker that takes longer to start a call (to import its modules) is broken
 _HEADER = 8  # bytes of a frame's length
-_BOOT = "from laminae.tasks.parse.isolated import serve; serve()"
+_BOOT = "import sys; from laminae.tasks.parse.isolated import serve; serve(int(sys.argv[1]))"
 
 
 @dataclass
@@ -79,11 +79,16 @@ class _Worker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.served = 0
+        self._lifeline: int | None = None  # write end of a pipe the worker watches: it ends with us
 
     def _start(self) -> subprocess.Popen:
         # stdout carries the frames; the worker points its own fd 1 at stderr first
-        proc = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                bufsize=0, close_fds=True)
+        watched, self._lifeline = os.pipe()
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(watched)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, bufsize=0, close_fds=True, pass_fds=(watched,))
+        finally:
+            os.close(watched)
         _write_frame(proc.stdin.fileno(), list(sys.path))  # what spawn does: the caller's modules import
         self.proc, self.served = proc, 0
         return proc
@@ -104,6 +109,9 @@ class _Worker:
         for pipe in (proc.stdin, proc.stdout):
             if not pipe.closed:
                 pipe.close()
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
 
     def call(self, fn: Callable[..., Any], args: tuple, seconds: float | None) -> tuple[str, Any]:
         """("ok", result), ("raise", exception), ("crash", reason) or ("timeout", seconds)."""
@@ -255,21 +263,23 @@ def extend_deadline(seconds: float) -> None:
         _write_frame(_CHANNEL, ("deadline", float(seconds)))
 
 
-def _die_with_parent() -> None:
-    """Linux: this process gets SIGKILL when the process that started it ends (a killed build)."""
-    try:
-        import ctypes
+def _die_with_parent(watched: int) -> None:
+    """End this process, whatever call it is running, once the pipe ``watched`` reads end of file:
+    the process that started it, the only holder of the write end, has ended (a killed build)."""
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    def watch() -> None:
+        while os.read(watched, 1):
+            pass
+        os._exit(70)
+
+    threading.Thread(target=watch, name="laminae-lifeline", daemon=True).start()
 
 
-def serve() -> None:
+def serve(watched: int) -> None:
     """A worker's main loop: read a call, run it, write its outcome, until the input ends."""
     global _CHANNEL
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build's to handle; it stops us
-    _die_with_parent()
+    _die_with_parent(watched)
     _CHANNEL = os.dup(1)
     os.dup2(2, 1)  # a library's print goes to stderr, not into the frames
     sys.stdout = sys.stderr

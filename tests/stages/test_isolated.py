@@ -38,6 +38,12 @@ def _longer(seconds: float) -> str:
     return "done"
 
 
+def _hang_and_tell(fifo: str) -> None:
+    with open(fifo, "w") as out:
+        out.write(str(os.getpid()))
+    threading.Event().wait()
+
+
 def _unpicklable() -> object:
     return threading.Lock()
 
@@ -147,3 +153,28 @@ def test_a_call_can_move_its_own_deadline_and_unsendable_outcomes_raise():
             pool.map(_square, [(1,)], [1.0, 2.0])
     finally:
         pool.close()
+
+
+def test_a_worker_ends_with_the_process_that_started_it_whatever_it_is_running(tmp_path):
+    import select
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    script = (  # a build that starts a worker, whose call never ends, and is then killed
+        "import os, sys, threading\n"
+        "from laminae.tasks.parse.isolated import WorkerPool\n"
+        "from tests.stages.test_isolated import _hang_and_tell\n"
+        "pool = WorkerPool(1)\n"
+        f"threading.Thread(target=pool.map, args=(_hang_and_tell, [({str(fifo)!r},)]), daemon=True).start()\n"
+        f"print(open({str(fifo)!r}).read(), flush=True)\n"
+        "os._exit(9)\n")
+    build = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert build.returncode == 9, build.stderr
+    worker = os.pidfd_open(int(build.stdout))  # raises if it had already gone: then it went too
+    try:
+        assert select.select([worker], [], [], 60)[0], "the orphaned worker is still running"
+    finally:
+        os.close(worker)
