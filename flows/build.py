@@ -32,6 +32,7 @@ from laminae.tasks.embed.embedders import configured_model_id, load_embedder
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
 from laminae.tasks.nodes.search_text import SERIALIZATION
+from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools
 from laminae.tasks.parse.pages import error_row
 from laminae.tasks.pipeline import (
@@ -308,6 +309,10 @@ def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: st
     # nodes built by another serialization (say, before tables had heading nodes) are rebuilt from
     # their pages, unchanged or not; texts that did not change come from the embedding cache
     rebuild_nodes = bool(built) and built.get("serialization", 1) != SERIALIZATION
+    if built and built.get("parser", 1) != PARSER_VERSION:
+        log.info("the index was parsed by parser version %s, this laminae's is %s: every page is parsed again",
+                 built.get("parser", 1), PARSER_VERSION)
+        rebuild_nodes = True
     embedder = prepare_index(index, cfg, reuse=flow_name == "refresh" and not reembed, reembed=reembed)
     seconds["load_model"] += time.perf_counter() - tick
     log.info("run %s: %d seeds → %s (embedder %s on %s)", run_id, len(seed_list), index,
@@ -420,6 +425,7 @@ def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: st
         lease.check()
         summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": cfg.config_hash()},
                                                     version)
+        store.remember(parser=PARSER_VERSION)
         # the version is live from here on: what fails below is recorded, the run stands
         tick = time.perf_counter()
         try:

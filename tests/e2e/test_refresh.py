@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 import laminae
@@ -69,6 +72,18 @@ def test_refresh_reembeds_only_what_changed(server, tmp_path, prefect_harness):
     assert same["changes"] == {"unchanged": 4, "changed": 0, "added": 0, "removed": 0}
     assert hits[-1] == '"v1"'  # a conditional request, answered 304
     assert same["manifest_version"] == first["manifest_version"] + 1
+
+    # an index parsed by an older parser: every page is parsed again, its texts from the embedding cache
+    from laminae.tasks.parse import PARSER_VERSION
+
+    meta_file = Path(index) / "index.json"
+    assert json.loads(meta_file.read_text())["parser"] == PARSER_VERSION
+    meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "parser": PARSER_VERSION - 1}))
+    reparsed = refresh_index(index=index)
+    assert reparsed["changes"] == {"unchanged": 0, "changed": 4, "added": 0, "removed": 0}
+    assert reparsed["status"] == "success" and reparsed["embedded"] == 0
+    assert json.loads(meta_file.read_text())["parser"] == PARSER_VERSION
+    assert refresh_index(index=index)["changes"]["unchanged"] == 4
 
     before_a, before_b, before_c = (_nodes(index, s.url(p)) for p in ("/a", "/b", "/c"))
     s.routes["/a"] = Route(body=page("A", f"<p>{para.replace('keeps for days', 'keeps for a week')}</p>"
