@@ -278,9 +278,9 @@ def _int_attr(el: etree._Element, name: str) -> int | None:
 # an admonition's three calls): a tree is made no deeper than MAX_DEPTH first, so that no page can
 # exhaust Python's stack (1,000 frames). Real pages are far shallower (wtq-dev's 200 Wikipedia
 # pages at most 14 levels). Past UNWRAP_DEPTH, formatting elements that mean nothing to the walk
-# (a run of unclosed <font> tags, the usual cause) are unwrapped in a deep part, so the content
-# under them keeps its structure; what is still deeper than MAX_DEPTH is read as the children of
-# its ancestor at that depth, text kept in document order.
+# (a run of unclosed <font> tags, the usual cause) and bare wrapper divs are unwrapped in a deep
+# part, so the content under them keeps its structure; what is still deeper than MAX_DEPTH is
+# lifted up, text kept in document order.
 MAX_DEPTH = 100
 UNWRAP_DEPTH = 50
 UNWRAP_TAGS = frozenset({
@@ -288,11 +288,10 @@ UNWRAP_TAGS = frozenset({
     "abbr", "acronym", "cite", "dfn", "kbd", "samp", "var", "code", "q", "bdi", "bdo", "nobr", "blink", "time",
     "data", "label",
 })
-# kept whole where they are flattened: what is inside them is theirs (a video's sources, a
-# skipped element's links), read flat inside them
-ATOMIC_TAGS = frozenset({"video", "audio", "picture", "math"})
+WRAPPER_TAGS = frozenset({"div", "section", "center"})
+_WRAPPER_ROLES = re.compile(r"thumb|caption|gallery", re.I)  # classes an image's caption is found by
 # containers whose walk reads only some kinds of children (a row's cells, a list's items): what is
-# flattened goes into the deepest open element that is none of these
+# lifted goes into an element that is none of these
 PICKY_TAGS = frozenset({"table", "thead", "tbody", "tfoot", "tr", "colgroup", "ul", "ol", "menu", "dl", "figure"})
 # libxml2 stops at 2,048 open elements even with huge_tree and drops the rest of the page; such a
 # page is read again by html.parser into a tree that opens at most this many
@@ -309,7 +308,7 @@ _NOT_XML_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff
 
 
 def page_tree(html: str) -> tuple[etree._Element, list[str]]:
-    """The page's element tree, no deeper than ``MAX_DEPTH`` (+2), and warnings ("reason: message")
+    """The page's element tree, no deeper than ``MAX_DEPTH`` + 1, and warnings ("reason: message")
     for what was read other than as written.
 
     lxml parses with ``huge_tree``: without it libxml2 stops at a text node or attribute over
@@ -332,8 +331,10 @@ def page_tree(html: str) -> tuple[etree._Element, list[str]]:
                      f"drops the rest of the page, so html.parser read it (at most {FALLBACK_DEPTH} elements open)")
     flattened = _shallow(root)
     if flattened:
-        notes.append(f"{flattened} elements nested more than {MAX_DEPTH} levels deep were read as children of "
-                     "their ancestor at that depth (the structure below it, such as a table's rows, is lost)")
+        many = flattened > 1
+        notes.append(f"{flattened} element{'s' if many else ''} nested more than {MAX_DEPTH} levels deep "
+                     f"{'were' if many else 'was'} lifted {MAX_DEPTH // 4} or more levels up with what is in "
+                     f"{'them' if many else 'it'} (the elements left, a table row say, lose what followed)")
     if not notes:
         return root, []
     reason = "html_fallback" if fatal is not None and "depth" not in fatal.message.lower() else "deep_html"
@@ -342,28 +343,28 @@ def page_tree(html: str) -> tuple[etree._Element, list[str]]:
 
 def _shallow(root: etree._Element) -> int:
     """Make a tree deeper than ``MAX_DEPTH`` shallow in place (see ``_rebuild``); returns how many
-    elements were flattened. Costs one XPath evaluation on a tree that is not that deep."""
+    elements were lifted. Costs one XPath evaluation on a tree that is not that deep."""
     deep = "/".join(["*"] * (MAX_DEPTH - UNWRAP_DEPTH + 1))
     tops = root.xpath("/".join(["*"] * UNWRAP_DEPTH) + f"[{deep}]")
     return sum(_rebuild(top, MAX_DEPTH - UNWRAP_DEPTH) for top in tops)
 
 
 def _rebuild(top: etree._Element, room: int) -> int:
-    """Rebuild the subtree of ``top`` no more than ``room`` + 2 levels deep, text kept in document
-    order: formatting elements (``UNWRAP_TAGS``, not skipped ones) are unwrapped, elements that
-    still have no room become children of their deepest ancestor that has (``ATOMIC_TAGS`` and
-    skipped elements among them keep what was inside them, flat). Iterative, linear in the
-    subtree's size; returns how many elements were flattened."""
+    """Rebuild the subtree of ``top`` no more than ``room`` + 1 levels deep, text kept in document
+    order. Formatting elements (``UNWRAP_TAGS``) and bare wrappers (a ``div`` holding one block
+    and nothing else) are unwrapped; an element that still has no room is lifted, with what is in
+    it, to be a child of the deepest ancestor in the upper half of the room that reads any child
+    (not ``PICKY_TAGS``); the ancestors it skipped lose what follows it, which goes after it.
+    Iterative, linear in the subtree's size; returns how many elements were lifted."""
     chain = [top]  # the new tree's open elements, by depth below top
-    holders = [top]  # those of them that are not PICKY_TAGS
-    closing: list[str] = []  # per open element of the old tree: "drop", "push", "flat" or "scope"
+    holders = [0]  # indices in chain of those that are not PICKY_TAGS
+    unwrapping: list[bool] = []  # per open element of the old tree
     placed: list[tuple[etree._Element, etree._Element]] = []  # (element, its new parent), in document order
-    moved: list[etree._Element] = []  # every element below top, in document order
+    moved: list[etree._Element] = []  # every node below top, in document order
     texts: dict[etree._Element, str | None] = {}
     tails: dict[etree._Element, str | None] = {}
     slot, slot_is_text, pieces = top, True, [top.text or ""]
-    scope: etree._Element | None = None
-    flattened = unwrapped = 0
+    lifted = unwrapped = 0
 
     def flush() -> None:
         (texts if slot_is_text else tails)[slot] = "".join(pieces) or None
@@ -376,45 +377,36 @@ def _rebuild(top: etree._Element, room: int) -> int:
             pieces.append(node.tail or "")
         elif event == "start":
             moved.append(node)
-            if scope is None and node.tag in UNWRAP_TAGS and not _should_skip(node) and not (
-                    _classes(node) & LINE_NUMBER_CLASSES):
-                closing.append("drop")
+            if _unwrappable(node):
+                unwrapping.append(True)
                 unwrapped += 1
                 pieces.append(node.text or "")
                 continue
+            unwrapping.append(False)
             flush()
-            if scope is not None:
-                placed.append((node, scope))
-                closing.append("flat")
-            elif len(chain) <= room:
-                placed.append((node, chain[-1]))
-                chain.append(node)
-                if node.tag not in PICKY_TAGS and _grid_columns(node) is None:
-                    holders.append(node)
-                closing.append("push")
-            else:
-                placed.append((node, holders[-1]))
-                flattened += 1
-                if node.tag in ATOMIC_TAGS or _should_skip(node):
-                    scope = node
-                    closing.append("scope")
-                else:
-                    closing.append("flat")
+            if len(chain) > room:
+                at = next(i for i in reversed(holders) if i <= room // 2)
+                del chain[at + 1:]
+                while holders[-1] > at:
+                    holders.pop()
+                lifted += 1
+            placed.append((node, chain[-1]))
+            chain.append(node)
+            if node.tag not in PICKY_TAGS and _grid_columns(node) is None:
+                holders.append(len(chain) - 1)
             slot, slot_is_text, pieces = node, True, [node.text or ""]
         else:
-            how = closing.pop()
-            if how == "drop":
+            if unwrapping.pop():
                 pieces.append(node.tail or "")
                 continue
-            if how == "push":
-                if holders[-1] is chain.pop():
+            if chain[-1] is node:  # (else it was lifted out of the chain already)
+                chain.pop()
+                if holders[-1] == len(chain):
                     holders.pop()
-            elif how == "scope":
-                scope = None
             flush()
             slot, slot_is_text, pieces = node, False, [node.tail or ""]
     flush()
-    if not flattened and not unwrapped:
+    if not lifted and not unwrapped:
         return 0
     for node in reversed(moved):  # children before parents: each is a leaf when it goes
         node.getparent().remove(node)
@@ -422,13 +414,29 @@ def _rebuild(top: etree._Element, room: int) -> int:
     for node, parent in placed:
         parent.append(node)
         node.text, node.tail = texts.get(node), tails.get(node)
-    return flattened
+    return lifted
+
+
+def _unwrappable(el: etree._Element) -> bool:
+    """A formatting element, or a bare wrapper ``div`` around one block (neither a landmark, a
+    note, a grid table nor an image's frame), that the walk reads the same without."""
+    tag = el.tag
+    if tag in UNWRAP_TAGS:
+        return not _should_skip(el) and not (_classes(el) & LINE_NUMBER_CLASSES)
+    if tag not in WRAPPER_TAGS or len(el) != 1 or (el.text or "").strip() or el.get("id") or el.get("role"):
+        return False
+    child = el[0]
+    if not isinstance(child.tag, str) or (child.tag not in BLOCK_TAGS and child.tag not in HEADINGS) or (
+            child.tail or "").strip():
+        return False
+    return not (_should_skip(el) or _WRAPPER_ROLES.search(el.get("class") or "") or _grid_columns(el) is not None
+                or _admonition_title(el) is not False)
 
 
 class _CappedTreeBuilder(HTMLParser):
     """A page's tree from html.parser's tokens, for a page libxml2 gives up on: never more than
     ``FALLBACK_DEPTH`` elements open (past that a formatting tag is left out and another element
-    closes the innermost one before it opens); end tags close the innermost open element of their
+    closes the innermost ones, up to one that is not ``PICKY_TAGS``, before it opens); end tags close the innermost open element of their
     name; all text is kept, in order. html.parser applies none of HTML's implied end tags, which
     the later walk does not need."""
 
@@ -466,8 +474,11 @@ class _CappedTreeBuilder(HTMLParser):
             self.left_out[tag] = self.left_out.get(tag, 0) + 1
             return
         self._flush()
-        if full:
-            self._pop(len(self.stack) - 1)
+        if full:  # it opens in the deepest open element that reads any child (not in a row, a list)
+            at = len(self.stack) - 1
+            while at > 1 and self.stack[at - 1].tag in PICKY_TAGS:
+                at -= 1
+            self._pop(at)
         el = lxml.html.Element(tag, attrib)
         self.stack[-1].append(el)
         if tag not in VOID_TAGS:
@@ -1213,7 +1224,7 @@ class HtmlParser:
             n, first = len(self.long_urls), next(iter(self.long_urls))
             page.warnings.append(
                 f"truncated_html: {n} address{'es' if n > 1 else ''} (href or src) longer than {MAX_URL_CHARS:,} "
-                f"characters {'were' if n > 1 else 'was'} left out, the text around them kept; the first is "
+                f"characters {'were' if n > 1 else 'was'} left out, the page's text kept; the first is "
                 f"{len(first):,} characters long and starts {first[:80]!r}")
         if not self.components and _table_of_contents(content):
             page.warnings.append("navigation_only: the page holds only a table of contents (a chapter's or a "

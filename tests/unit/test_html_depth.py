@@ -83,7 +83,10 @@ def test_deep_nesting_of_any_kind_neither_drops_text_nor_exhausts_the_stack(wrap
     parsed = nested(300)
     text = _text(parsed)
     assert "Top words." in text and "Innermost words." in text and "Closing words after the nesting." in text
-    assert any(w.startswith("deep_html") for w in parsed.warnings) == (opening != "<a href='/x'>")
+    # bare wrapper divs are unwrapped and a link closes the one before it: neither loses anything
+    warned = any(w.startswith("deep_html") for w in parsed.warnings)
+    link = opening == "<a href='/x'>"
+    assert warned == (not link and (levels > 2048 or opening != "<div>")), parsed.warnings
     assert sys.getrecursionlimit() == 1000  # the test proves nothing under a raised limit
 
 
