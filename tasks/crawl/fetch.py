@@ -653,7 +653,9 @@ def extract_links(body: bytes, base_url: str) -> list[str]:
     import lxml.html
 
     try:
-        root = lxml.html.fromstring(body)
+        # huge_tree: without it libxml2 drops the rest of a page after a 10 MB text or href, or
+        # past 256 open elements (tasks/parse/html.py reads such pages whole)
+        root = lxml.html.fromstring(body, parser=lxml.html.HTMLParser(huge_tree=True))
     except (ValueError, lxml.etree.ParserError):
         return []
     base = root.find(".//base[@href]")

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+# RFC 9110 asks every sender and recipient to handle URIs of at least 8,000 octets; a longer href
+# (a 12 MB one, say) is no address anyone serves, and it would be stored and fetched
+MAX_URL_CHARS = 8000
+
 
 def resolve_href(base_url: str, href: str | None) -> str | None:
     """The absolute http(s) target of a link, fragment removed; None for links that do not navigate.
-    A page read from a ``file://`` URL may also link to files (never a web page to a file)."""
+    A page read from a ``file://`` URL may also link to files (never a web page to a file). An href
+    over ``MAX_URL_CHARS`` does not navigate either (the HTML parser warns of it)."""
     href = (href or "").strip()
-    if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
+    if not href or len(href) > MAX_URL_CHARS or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
         return None
     target = urljoin(base_url, href)
     parts = urlsplit(target)

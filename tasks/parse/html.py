@@ -31,7 +31,7 @@ from bs4.dammit import UnicodeDammit
 from lxml import etree
 
 from laminae.tasks.config import ParseConfig
-from laminae.tasks.crawl.links import resolve_href
+from laminae.tasks.crawl.links import MAX_URL_CHARS, resolve_href
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
 
 
@@ -296,9 +296,6 @@ PICKY_TAGS = frozenset({"table", "thead", "tbody", "tfoot", "tr", "colgroup", "u
 # libxml2 stops at 2,048 open elements even with huge_tree and drops the rest of the page; such a
 # page is read again by html.parser into a tree that opens at most this many
 FALLBACK_DEPTH = 512
-# RFC 9110 asks every sender and recipient to handle URIs of at least 8,000 octets; a longer
-# href or src (a 12 MB one, say) is no address anyone serves, and it would be stored and fetched
-MAX_URL_CHARS = 8000
 VOID_TAGS = frozenset({
     "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source",
     "track", "wbr",

@@ -269,3 +269,12 @@ def test_a_folder_1100_levels_deep_is_listed_and_read(tmp_path):
         while folder != site:
             folder.rmdir()
             folder = folder.parent
+
+
+def test_links_after_a_huge_href_or_a_deep_nest_are_still_followed():
+    base = "http://127.0.0.1:9/page"
+    huge = b"<html><body><p><a href='/a'>a</a> <a href='/" + b"x" * 12 * MB + b"'>huge</a> <a href='/b'>b</a></p></body></html>"
+    assert extract_links(huge, base) == ["http://127.0.0.1:9/a", "http://127.0.0.1:9/b"]
+    deep = (b"<html><body>" + b"<font>" * 300 + b"<a href='/deep'>deep</a>" + b"</font>" * 300
+            + b"<p><a href='/after'>after</a></p></body></html>")
+    assert extract_links(deep, base) == ["http://127.0.0.1:9/deep", "http://127.0.0.1:9/after"]
