@@ -1,7 +1,8 @@
 """The reader move a framework retriever runs, and its hits as passages with their metadata.
 
-Reads an opened ``laminae.Index``: its moves, and ``Index.get`` of the hits (section paths,
-pictures, object crops) and of a subcomponent's parent (its section path); writes nothing. Imports
+Reads an opened ``laminae.Index``: its moves, the ``section_path`` column of the components table
+(a component hit's, a subcomponent hit's parent's) and ``Index.get`` of the hits that have a
+picture (an image's bytes, an object's or a line's crop); writes nothing. Imports
 no framework: ``laminae.integrations.langchain`` and ``laminae.integrations.llama_index`` turn a
 ``Passage`` into their own types.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from laminae.index import LAYER_NAMES, MODES, RANKINGS, Hit, Index, ReaderArgumentError, UnknownIdError
+from laminae.schemas.sql import sql_list
 from laminae.views import picture
 
 MOVES = ("retrieve", "search", "documents", "components", "hop")
@@ -150,23 +152,23 @@ def passages(index: Index, move: Move, hits: Sequence[Hit]) -> list[Passage]:
     section_path (a subcomponent's is its parent's; [] for a document), score, manifest_version and
     move; similarity where the move gives one, parent_id for a subcomponent; for a picture kind
     has_image and image_mime (image components: image_url; keyframes: time_s, video_url)."""
-    nodes = {n["id"]: n for n in index.get([h.id for h in hits])}
-    parent_ids = sorted({n["parent_id"] for n in nodes.values() if n["layer"] == 2})
-    parents = {p["id"]: p for p in index.get(parent_ids)} if parent_ids else {}
+    parents = {h.id: index.parent(h.id) for h in hits if h.layer == 2}
+    sections = _section_paths(index, {*(h.id for h in hits if h.layer == 1), *parents.values()})
+    # Index.get reads every node table and the pictures: only for the hits that have one
+    nodes = {n["id"]: n for n in index.get([h.id for h in hits if h.kind in PICTURE_KINDS])}
     out = []
     for hit in hits:
-        node = nodes[hit.id]
-        holder = parents.get(node["parent_id"], {}) if hit.layer == 2 else node
+        node = nodes.get(hit.id, {})
         metadata: dict[str, Any] = {
             "id": hit.id, "layer": hit.layer, "kind": hit.kind, "document_id": hit.document_id,
             "title": hit.extra.get("title"), "url": hit.extra.get("url"),
-            "section_path": list(holder.get("section_path") or []) if hit.layer else [],
+            "section_path": sections.get(parents.get(hit.id, hit.id), []) if hit.layer else [],
             "score": hit.score, "manifest_version": index.version, "move": move.name,
         }
         if "similarity" in hit.extra:
             metadata["similarity"] = hit.extra["similarity"]
         if hit.layer == 2:
-            metadata["parent_id"] = node["parent_id"]
+            metadata["parent_id"] = parents[hit.id]
         found = picture(node) if hit.kind in PICTURE_KINDS else None
         if hit.kind in PICTURE_KINDS:
             metadata["has_image"] = found is not None
@@ -178,3 +180,15 @@ def passages(index: Index, move: Move, hits: Sequence[Hit]) -> list[Passage]:
         out.append(Passage(hit.id, hit.text or "", float(hit.score), metadata,
                            found[0] if found else None, found[1] if found else None))
     return out
+
+
+def _section_paths(index: Index, component_ids: set[str]) -> dict[str, list[str]]:
+    """Section path by component id: one read of two columns (Index.get would read every node
+    table, 10 ms against 2.6 ms for ten components of the demo index)."""
+    if not component_ids:
+        return {}
+    table = index.table("components")
+    with index._reading("components"):  # a table version cleaned up since: IndexOpenError, as the reader's own reads
+        rows = (table.search().where(f"id IN ({sql_list(sorted(component_ids))})").select(["id", "section_path"])
+                .limit(None).to_arrow().to_pylist())
+    return {r["id"]: list(r["section_path"] or []) for r in rows}

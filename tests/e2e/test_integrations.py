@@ -143,6 +143,18 @@ def test_pictures_and_crops(index):
     assert [d.metadata["image_mime"] for d in documents] == [expected[h.id]["image_mime"] for h in images]
 
 
+def test_keyframes_say_where_in_the_video(index):
+    frames = [r for r in index.table("components").to_arrow().to_pylist() if r["time_s"] is not None]
+    assert frames
+    nodes = LlamaIndexRetriever(index, "search", 50, layer=1, kinds=["image"]).retrieve("a deck oven loaded with bread")
+    by_id = {n.node.node_id: n.node for n in nodes}
+    assert {f["id"] for f in frames} <= set(by_id)
+    for frame in frames:
+        node = by_id[frame["id"]]
+        assert isinstance(node, ImageNode) and base64.b64decode(node.image)[:3] == b"\xff\xd8\xff"
+        assert node.metadata["time_s"] == frame["time_s"] and node.metadata["video_url"] == frame["video_url"]
+
+
 def test_text_nodes_carry_no_picture(index):
     nodes = LlamaIndexRetriever(index, k=10, kinds=["paragraph", "table"]).retrieve(QUESTION)
     assert nodes and all(type(n.node) is TextNode and "has_image" not in n.node.metadata for n in nodes)
