@@ -277,8 +277,9 @@ def _add_runner_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, help="workers of a local Dask/Ray cluster (default 2)")
     p.add_argument("--gpus-per-batch", type=float, help="Ray: GPUs each batch task requests (e.g. 1)")
     p.add_argument("--parse-workers", type=int, metavar="N",
-                   help="local runner: parse each batch's pages in N processes (default 0: in the flow's "
-                        "process); worth it on many cores, most of all when embedding runs on a GPU")
+                   help="parse each batch's pages in N worker processes, each page under its deadline "
+                        "(default 1; more is worth it on many cores, most of all when embedding runs on a GPU; "
+                        "0: in the flow's process, no deadline and no crash isolation, for debugging)")
 
 
 def _add_progress_option(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""Parse: fetched HTML and PDF pages into documents of components, in-process or in crash-isolated workers.
+"""Parse: fetched HTML and PDF pages into documents of components, in worker processes killed at a deadline.
 
 ``PARSER_VERSION`` is recorded in an index's metadata by every run that publishes: a refresh of an
 index parsed by another version parses every page again, changed or not (texts that did not change
