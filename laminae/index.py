@@ -399,21 +399,15 @@ class Index:
     def _load_embedder(self) -> Callable[[str], np.ndarray]:
         model = self.embedder["model_id"]
         try:
-            from laminae.tasks.config import EmbedConfig
-            from laminae.tasks.embed.embedders import load_embedder
-            from laminae.tasks.embed.runtime import DEFAULT_MODEL_ID
+            from laminae.tasks.embed.embedders import query_embedder
 
-            base, int8 = model.removesuffix("#onnx-int8"), model.endswith("#onnx-int8")
-            cfg = EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base,
-                              **({"backend": "onnx", "quantize": "int8"} if int8 else {}))
-            embedder = load_embedder(cfg)
+            return query_embedder(model)
         except ImportError as exc:
             raise QueryModelError(
                 f"string queries need the index's embedder ({model}): install laminae with the ml and "
                 "build extras (pip install -e '.[build,ml]'), pass embed=callable to laminae.open, or "
                 f"pass a query vector of {self.embedder['dim']} floats ({exc})"
             ) from None
-        return embedder.embed_query
 
     def _query_vector(self, query) -> np.ndarray:
         vector = self.embed_query(query) if isinstance(query, str) else np.asarray(query, dtype=np.float32)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
 import numpy as np
 
 from laminae.schemas.ids import content_hash, digest
 from laminae.tasks.config import EmbedConfig, cache_dir
-from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
+from laminae.tasks.embed.onnx_backend import INT8_SUFFIX, OnnxTextEmbedder
 from laminae.tasks.embed.runtime import (
     DEFAULT_MODEL_ID,
     EmbedderConfigError,
@@ -301,7 +302,16 @@ def load_embedder(cfg: EmbedConfig | None = None):
 def configured_model_id(cfg: EmbedConfig) -> str:
     """The ``model_id`` the embedder ``cfg`` asks for reports, without loading it."""
     quantized = cfg.quantize == "int8" and resolve_backend(cfg) == "onnx"
-    return (cfg.model or DEFAULT_MODEL_ID) + ("#onnx-int8" if quantized else "")
+    return (cfg.model or DEFAULT_MODEL_ID) + (INT8_SUFFIX if quantized else "")
+
+
+def query_embedder(model_id: str) -> Callable[[str], np.ndarray]:
+    """The query-embedding function of the model an index recorded as ``model_id`` (its
+    ``embedder.model_id``): the reader's one way into the builder's models, so that it never
+    parses the builder's model naming."""
+    base = model_id.removesuffix(INT8_SUFFIX)
+    int8 = {"backend": "onnx", "quantize": "int8"} if model_id.endswith(INT8_SUFFIX) else {}
+    return load_embedder(EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base, **int8)).embed_query
 
 
 class LazyEmbedder:
