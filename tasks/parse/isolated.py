@@ -11,12 +11,14 @@ killed, the call's result is a ``WorkerTimeout``, and a fresh process takes the 
 worker that dies (a parser segfault, the OOM killer) has its call run once more in a fresh
 process; if that one dies too, the call's result is a ``WorkerCrash``. Every other call gets its
 result. Code running in a worker can move its own deadline once it knows its input's size
-(``extend_deadline``: a PDF once its pages are counted).
+(``extend_deadline``: a PDF once its pages are counted). The modules a function's module names in
+``WORKER_IMPORTS`` are imported before its call's time begins, as its own module is.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import pickle
 import select
@@ -291,6 +293,8 @@ def serve(watched: int) -> None:
             return
         try:
             fn, args = pickle.loads(data)
+            for name in getattr(sys.modules.get(fn.__module__), "WORKER_IMPORTS", ()):
+                importlib.import_module(name)
             _write_frame(_CHANNEL, ("started", None))
             outcome = ("ok", fn(*args))
         except Exception as exc:

@@ -23,6 +23,10 @@ from laminae.tasks.parse.isolated import WorkerCrash, WorkerTimeout, worker_pool
 from laminae.tasks.parse.pdf import PdfError, parse_pdf
 from laminae.tasks.storage.rawstore import RawStore
 
+# imported by a worker before a page's deadline starts (the parsers import them lazily; a second
+# of imports on a loaded machine would otherwise come out of the first PDF's or paragraph's time)
+WORKER_IMPORTS = ("pymupdf", "pysbd")
+
 log = logging.getLogger("laminae.parse")
 
 
