@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -112,8 +113,10 @@ def transcript_nodes(video: dict, cues: list[Cue], window_s: float, language: st
             cid, doc_id, "transcript", 0, text, video["section_path"], video_url=video["video_url"],
             captions_url=video["captions_url"], time_start=start, time_end=end))
         edges.append(edge_row("contains", doc_id, 0, cid, doc_id))
+        # the cues' spans follow each other in the text: a sentence's cues are one slice of them
+        starts, ends = [c_start for c_start, _, _ in spans], [c_end for _, c_end, _ in spans]
         for i, (s_start, s_end) in enumerate(split_sentences(text, None, language)):
-            said = [cue for c_start, c_end, cue in spans if c_start < s_end and c_end > s_start]
+            said = [cue for _, _, cue in spans[bisect_right(ends, s_start):bisect_left(starts, s_end)]]
             sentence = text[s_start:s_end]
             sid = make_id("sentence", f"{cid}|{sentence}")
             sentences.append(subcomponent_row(

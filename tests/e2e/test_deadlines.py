@@ -27,7 +27,7 @@ def test_a_build_records_what_ran_past_its_deadline_and_indexes_the_rest(server,
     s.routes["/v.vtt"] = Route(body=many_cues(), content_type="text/vtt")
     s.routes["/fine"] = Route(body=page("Spelt", "<p>Spelt is an old wheat. It makes a nutty loaf.</p>"))
     settings = {**SETTINGS, "detect": {"enabled": False}, "ocr": {"enabled": False},
-                "parse": {"timeout_s": 3, "pdf_page_timeout_s": 0}}
+                "parse": {"timeout_s": 1, "pdf_page_timeout_s": 0}}
     index = tmp_path / "index"
 
     summary = build([s.url(p) for p in ("/slow", "/ruled.pdf", "/lecture", "/fine")], index, tmp_path,

@@ -24,9 +24,9 @@ SCENES = [Scene(3, (200, 40, 40), "MIXING"), Scene(3, (40, 160, 60), "PROVING")]
 CUES = [(0.5, 2.8, "First we mix flour, water and salt."), (3.2, 5.5, "The dough proves for an hour.")]
 
 
-def many_cues(n: int = 20_000) -> bytes:
-    """A 1.3 MB WebVTT file of ``n`` cues said at once (one transcript window): a minute and more to
-    place its sentences in their cues."""
+def many_cues(n: int = 27_000) -> bytes:
+    """A WebVTT file of ``n`` cues said at once (one transcript window; 1.9 MB, under the 2 MB cap):
+    54,000 sentences, seconds to split (3-6 s on the 2-core machine), far past a 1-s deadline."""
     return ("WEBVTT\n\n" + "".join(f"00:00.000 --> 00:01.000\nCue {i} is said here. And more words follow.\n\n"
                                    for i in range(n))).encode()
 
@@ -81,14 +81,14 @@ def site(server):
 
 
 def test_a_caption_file_past_its_deadline_is_an_error_and_the_other_videos_are_read(site, tmp_path):
-    settings = BuildSettings(parse={"timeout_s": 5}, video={"sidecar_captions": False})
+    settings = BuildSettings(parse={"timeout_s": 1}, video={"sidecar_captions": False})
 
     docs, problems = _stage(site, tmp_path, ["/slow-captions.html", "/lecture.html"], settings)
 
     assert set(problems) == {("many.vtt", "parse_timeout")}
     row = problems["many.vtt", "parse_timeout"]
     assert row["stage"] == "captions" and row["severity"] == "error"
-    assert "deadline of 5 s" in row["message"] and row["document_id"] == docs[0].document["id"]
+    assert "deadline of 1 s" in row["message"] and row["document_id"] == docs[0].document["id"]
     slow, lecture = ([c["kind"] for c in d.components] for d in docs)
     assert "transcript" not in slow and "image" in slow  # its video's keyframes are kept
     assert lecture.count("transcript") == 1 and "image" in lecture
@@ -120,3 +120,13 @@ def test_frames_larger_than_the_codec_said_are_refused(server, tmp_path):
         close_pools()
     assert set(problems) == {("resized.ts", "video_too_large")}
     assert "1280x720-pixel frame exceeds max_pixels (10000)" in problems["resized.ts", "video_too_large"]["message"]
+
+
+def test_a_videos_own_declared_duration_cannot_buy_it_an_unbounded_deadline():
+    from laminae.tasks.config import VideoConfig
+    from laminae.tasks.nodes.keyframes import decode_deadline
+
+    cfg = VideoConfig()
+    assert decode_deadline(60, cfg) == 60 + 2 * 60  # grows with the length a real video has
+    assert decode_deadline(4 * 3600, cfg) == cfg.decode_timeout_max_s == 3600  # not 8 h
+    assert decode_deadline(10, VideoConfig(decode_timeout_s=90, decode_timeout_max_s=30)) == 90  # never below the base
