@@ -234,6 +234,10 @@ class VideoConfig(BaseModel):
                                     "which is killed then: the video gets a decode_timeout error row.")
     decode_timeout_per_s: float = Field(2.0, ge=0, description="Seconds the decoding deadline grows by for each "
                                         "second of the video's declared duration.")
+    # the file declares its own duration: without a ceiling a crafted one buys itself 8 h; a 4-h
+    # 720p video decodes in about 2,300 s at the rate above
+    decode_timeout_max_s: float = Field(3600.0, gt=0, description="The decoding deadline never grows past this "
+                                        "many seconds, whatever duration the video declares.")
     sidecar_captions: bool = Field(True, description="For a video without a <track>, try the WebVTT (then SRT) "
                                    "file next to it (same name, .vtt/.srt); a missing one is no error.")
 

@@ -11,7 +11,8 @@ that cannot be used (no video stream, an undecodable or truncated file, too long
 raises ``VideoProblem``; its reason is cached like a choice, so it is not decoded again either.
 The frame size is checked on every decoded frame too (a codec may report a width of 0, or change
 size mid-stream). In a worker process (``laminae.tasks.parse.isolated``) the decoding deadline
-becomes ``decode_timeout_s`` plus ``decode_timeout_per_s`` for each second of the declared duration.
+becomes ``decode_timeout_s`` plus ``decode_timeout_per_s`` for each second of the declared duration,
+at most ``decode_timeout_max_s``.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str])
         if declared is not None and declared > cfg.max_duration_s:
             raise VideoProblem("video_too_long", f"{declared:.0f} s exceeds max_duration_s ({cfg.max_duration_s:g} s)")
         if declared is not None and declared > 0:
-            extend_deadline(cfg.decode_timeout_s + cfg.decode_timeout_per_s * declared)
+            extend_deadline(decode_deadline(declared, cfg))
         stream.thread_type = "AUTO"
         frames = VideoFrames(declared, width or None, height or None)
         previous = None
@@ -160,6 +161,12 @@ def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str])
         frames.warning = (f"frames end at {last_time:.1f} s of the {frames.duration_s:.1f} s declared (a truncated "
                           "file?); keyframes before it kept")
     return frames
+
+
+def decode_deadline(declared_s: float, cfg: VideoConfig) -> float:
+    """Seconds a video that declares ``declared_s`` seconds may take to decode, from its call's start."""
+    return min(cfg.decode_timeout_s + cfg.decode_timeout_per_s * declared_s,
+               max(cfg.decode_timeout_max_s, cfg.decode_timeout_s))
 
 
 def _declared_duration(container, stream) -> float | None:

@@ -148,7 +148,8 @@ def _frames(key: str, video: dict, raw: RawStore, files: IndexFiles, settings: B
         if isinstance(outcome, WorkerTimeout):  # not cached: a later run, less loaded, may finish
             frames = VideoFrames(reason="decode_timeout", message=(
                 f"decoding ran past its deadline of {outcome.seconds:g} s (LAMINAE_VIDEO__DECODE_TIMEOUT_S + "
-                "DECODE_TIMEOUT_PER_S x the declared duration); its worker process was killed"))
+                "DECODE_TIMEOUT_PER_S x the declared duration, at most DECODE_TIMEOUT_MAX_S); its worker process "
+                "was killed"))
         elif isinstance(outcome, WorkerCrash):
             frames = VideoFrames(reason="decoder_crashed", message=f"{outcome.reason}, twice")
         else:
