@@ -44,7 +44,7 @@ from laminae.tasks.crawl.files import (
     real_roots,
     scope_of,
 )
-from laminae.tasks.crawl.links import link_target, resolve_href
+from laminae.tasks.crawl.links import link_target, page_base, resolve_href
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.crawl.sitemaps import expand_sitemap
 from laminae.tasks.storage.rawstore import RawStore
@@ -659,8 +659,7 @@ def extract_links(body: bytes, base_url: str) -> list[str]:
     except (ValueError, lxml.etree.ParserError):
         return []
     base = root.find(".//base[@href]")
-    # a <base> is a link's rule too: a web page's cannot lead into the disk (nor anywhere odd)
-    base_url = (resolve_href(base_url, base.get("href")) or base_url) if base is not None else base_url
+    base_url = page_base(base_url, base.get("href")) if base is not None else base_url
     out = []
     for a in root.iterfind(".//a[@href]"):
         target = resolve_href(base_url, a.get("href"))

@@ -32,6 +32,16 @@ def resolve_href(base_url: str, href: str | None) -> str | None:
     return target.split("#", 1)[0]
 
 
+def page_base(page_url: str, base_href: str | None) -> str:
+    """What a page's relative links resolve against: its ``<base href>`` where that navigates and
+    keeps the page's scheme (a web page's cannot lead into the disk, nor from http to https), else
+    the page's own URL."""
+    target = resolve_href(page_url, base_href)
+    if target is None or urlsplit(target).scheme != urlsplit(page_url).scheme:
+        return page_url
+    return target
+
+
 def link_target(link: dict, base_url: str) -> str | None:
     """The absolute http(s) (or, from a file, ``file://``) URL a pymupdf link (``page.get_links()``) points to, if any."""
     # a relative target ("rye.html") is a launch link with a "file" in pymupdf

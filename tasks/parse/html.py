@@ -24,14 +24,14 @@ import bisect
 import re
 from functools import lru_cache
 from html.parser import HTMLParser
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import lxml.html
 from bs4.dammit import UnicodeDammit
 from lxml import etree
 
 from laminae.tasks.config import ParseConfig
-from laminae.tasks.crawl.links import MAX_URL_CHARS, resolve_href
+from laminae.tasks.crawl.links import MAX_URL_CHARS, page_base, resolve_href
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
 
 
@@ -555,7 +555,7 @@ class HtmlParser:
         base = self.root.find(".//base[@href]")
         self.base_url = url
         if base is not None and self._short(base.get("href")):
-            self.base_url = urljoin(url, resolve_href(url, base.get("href")) or "")  # web: no file://
+            self.base_url = page_base(url, base.get("href"))
         self.components: list[Component] = []
         self.sections: list[tuple[int, str]] = []
         self.consumed: set[etree._Element] = set()

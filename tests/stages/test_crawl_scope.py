@@ -250,6 +250,16 @@ def test_base_href_cannot_lead_a_web_page_into_the_disk(server, tmp_path):
     assert not any(b"HIDDEN-SECRET" in p.read_bytes() for p in index.rglob("*") if p.is_file())
 
 
+def test_base_href_cannot_change_a_pages_scheme(server):
+    body = page("Web", "<p><a href='next'>next</a></p>", head="<base href='https://elsewhere.example/docs/'>")
+    # an http page's https base is ignored (the links resolve against the page), a same-scheme one is kept
+    assert extract_links(body, server.url("/a/web")) == [server.url("/a/next")]
+    assert [link.url for c in parse_html(body, server.url("/a/web")).components for link in c.links] == [
+        server.url("/a/next")]
+    same = body.replace(b"https://elsewhere.example/docs/", server.url("/b/").encode())
+    assert extract_links(same, server.url("/a/web")) == [server.url("/b/next")]
+
+
 def test_a_folder_1100_levels_deep_is_listed_and_read(tmp_path):
     site = tmp_path / "deep"
     folder = site
