@@ -29,23 +29,26 @@ def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: Summarize
     if norm == 0:
         return None
     relevance = vecs @ (centroid / norm)
+    lengths = np.fromiter((len(t) for t in sentences), dtype=np.int64, count=len(sentences))
     chosen: list[int] = []
     size = 0
-    candidates = set(range(len(sentences)))
+    open_ = np.ones(len(sentences), dtype=bool)  # candidates left
     lam = 1.0 - cfg.diversity
-    while candidates and len(chosen) < cfg.max_sentences:
+    while open_.any() and len(chosen) < cfg.max_sentences:
+        order = np.flatnonzero(open_)
         if chosen:
-            redundancy = (vecs[list(candidates)] @ vecs[chosen].T).max(axis=1)
+            redundancy = (vecs[order] @ vecs[chosen].T).max(axis=1)
         else:
-            redundancy = np.zeros(len(candidates), dtype=np.float32)
-        order = list(candidates)
+            redundancy = np.zeros(len(order), dtype=np.float32)
         scores = lam * relevance[order] - (1 - lam) * redundancy
-        best = order[int(np.argmax(scores))]
-        candidates.discard(best)
-        if size + len(sentences[best]) > cfg.max_chars and chosen:
+        best = int(order[int(np.argmax(scores))])
+        open_[best] = False
+        if size + lengths[best] > cfg.max_chars and chosen:
+            # the room only shrinks: no sentence this long fits later either (one pass, not one per sentence)
+            open_ &= size + lengths <= cfg.max_chars
             continue
         chosen.append(best)
-        size += len(sentences[best]) + 1
+        size += int(lengths[best]) + 1
     text = " ".join(sentences[i] for i in sorted(chosen))
     return text[: cfg.max_chars].strip() or None
 
