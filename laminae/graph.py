@@ -4,8 +4,9 @@ Reads the node tables (``id``, ``document_id``, ``parent_id``, ``kind``, ``text`
 and the ``links_to`` edges at one pinned version, or a snapshot of this view that the builder
 saved for that version (``_snapshots/NNNNNNNN/``: numpy arrays memory-mapped, Arrow IPC files;
 since issue 19 also each layer's sign codes, ``codes{i}.npy``, see ``laminae.vectors``), which loads
-in a fraction of the time. ``Graph.save`` writes such a snapshot. Rows of every layer
-are grouped by document (and subcomponents by parent), so each group is one contiguous slice.
+in a fraction of the time (its files named in ``laminae.snapshots``). ``Graph.save`` and
+``write_snapshot`` write such a snapshot. Rows of every layer are grouped by document (and
+subcomponents by parent), so each group is one contiguous slice. Writes only snapshots.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from laminae.snapshot_writer import SnapshotWriter
-from laminae.vectors import RowFile, code_prefix, code_words, layer_is_compact, sign_codes, spans
+from laminae.snapshots import COMPONENT_LINKS, LINKS, layer_file, snapshot_problem
+from laminae.vectors import RowFile, code_prefix, layer_is_compact, sign_codes, spans
 
 
 class ArrowStrings:
@@ -271,17 +273,17 @@ class Graph:
         graph = cls.__new__(cls)
         graph.layers = []
         for i in range(3):
-            with pa.memory_map(str(src / f"nodes{i}.arrow")) as source:
+            with pa.memory_map(str(src / layer_file("nodes", i))) as source:
                 table = pa.ipc.open_file(source).read_all()
             ids = ArrowStrings(table.column("id"))
-            parent_starts = src / f"parent_starts{i}.npy"
-            codes = src / f"codes{i}.npy"  # absent in snapshots written before issue 19
+            parent_starts = src / layer_file("parent_starts", i)
+            codes = src / layer_file("codes", i)  # absent in snapshots written before issue 19
             layer = Layer(
                 ids=ids, kinds=_strings(table.column("kind")),
                 text=table.column("text").combine_chunks(),
-                vectors=np.load(src / f"vectors{i}.npy", mmap_mode="r"),
-                doc=np.load(src / f"doc{i}.npy"), parent=np.load(src / f"parent{i}.npy"),
-                starts=np.load(src / f"starts{i}.npy"),
+                vectors=np.load(src / layer_file("vectors", i), mmap_mode="r"),
+                doc=np.load(src / layer_file("doc", i)), parent=np.load(src / layer_file("parent", i)),
+                starts=np.load(src / layer_file("starts", i)),
                 parent_starts=np.load(parent_starts) if parent_starts.exists() else None,
                 codes=np.load(codes, mmap_mode="r") if codes.exists() else None,
             )
@@ -290,117 +292,8 @@ class Graph:
                 graph.urls = table.column("url").combine_chunks()
                 graph.doc_position = layer.position
             graph.layers.append(layer)
-        graph._adjacency(np.load(src / "links.npy"), np.load(src / "component_links.npy"))
+        graph._adjacency(np.load(src / LINKS), np.load(src / COMPONENT_LINKS))
         return graph
-
-
-class SnapshotDamage(ValueError):
-    """A file of a snapshot is missing, truncated or disagrees with the others (``snapshot_problem``)."""
-
-
-NODE_COLUMNS = (("id", "kind", "text", "title", "url"), ("id", "kind", "text"), ("id", "kind", "text"))
-
-
-def snapshot_problem(directory: str | os.PathLike[str], dim: int | None = None) -> str | None:
-    """None when the snapshot in ``directory`` is whole, else one line naming the first bad file.
-
-    Cheap (no data is read, whatever the index's size): ``COMPLETE`` and every file ``Graph.load``
-    reads must exist; each ``.npy`` file's header must parse and its size be the header's plus
-    its shape's bytes (a truncated or padded file fails), with the dtype and rank the reader
-    expects; each ``nodes{i}.arrow`` must open (its footer is the file's last bytes, so a
-    truncated one fails) with the columns the reader reads; and the row counts must agree across
-    a layer's files (vectors, codes, doc, parent, nodes), ``starts{i}`` hold one more than the
-    documents, ``parent_starts2`` one more than the components, every layer's vectors have one
-    width (``dim`` when given) and codes the words of that width. ``codes{i}.npy`` may be absent
-    (snapshots written before issue 19). A missing directory is reported as such.
-    """
-    try:
-        _check_snapshot(Path(directory), dim)
-    except SnapshotDamage as exc:
-        return str(exc)
-    return None
-
-
-def _check_snapshot(src: Path, dim: int | None) -> None:
-    if not src.is_dir():
-        raise SnapshotDamage(f"{src}: no snapshot (the directory is missing)")
-    if not (src / "COMPLETE").is_file():
-        raise SnapshotDamage(f"{src / 'COMPLETE'} is missing: the snapshot was not written to the end")
-    rows: list[int] = []
-    for i in range(3):
-        n = _arrow_rows(src / f"nodes{i}.arrow", NODE_COLUMNS[i])
-        vectors = _npy_shape(src / f"vectors{i}.npy", np.float32, 2)
-        if dim is not None and vectors[1] != dim:
-            raise SnapshotDamage(f"{src / f'vectors{i}.npy'} holds {vectors[1]}-d vectors; the index's are {dim}-d")
-        dim = vectors[1]
-        sized = {f"vectors{i}.npy": vectors[0], f"doc{i}.npy": _npy_shape(src / f"doc{i}.npy", np.int32, 1)[0],
-                 f"parent{i}.npy": _npy_shape(src / f"parent{i}.npy", np.int32, 1)[0]}
-        if (src / f"codes{i}.npy").exists():
-            codes = _npy_shape(src / f"codes{i}.npy", np.uint64, 2)
-            if codes[1] != code_words(dim):
-                raise SnapshotDamage(f"{src / f'codes{i}.npy'} has {codes[1]} words a row; "
-                                     f"{dim}-d vectors need {code_words(dim)}")
-            sized[f"codes{i}.npy"] = codes[0]
-        for name, count in sized.items():
-            if count != n:
-                raise SnapshotDamage(f"{src / name} holds {count} rows; nodes{i}.arrow holds {n}")
-        rows.append(n)
-    for i in range(3):
-        starts = _npy_shape(src / f"starts{i}.npy", np.int64, 1)[0]
-        if starts != rows[0] + 1:
-            raise SnapshotDamage(f"{src / f'starts{i}.npy'} holds {starts} values for {rows[0]} documents "
-                                 f"(one more expected)")
-    parent_starts = _npy_shape(src / "parent_starts2.npy", np.int64, 1)[0]
-    if parent_starts != rows[1] + 1:
-        raise SnapshotDamage(f"{src / 'parent_starts2.npy'} holds {parent_starts} values for {rows[1]} components "
-                             f"(one more expected)")
-    for name in ("links.npy", "component_links.npy"):
-        shape = _npy_shape(src / name, np.int64, 2)
-        if shape[1] != 2:
-            raise SnapshotDamage(f"{src / name} has {shape[1]} columns; pairs have 2")
-
-
-def _npy_shape(path: Path, dtype, ndim: int) -> tuple[int, ...]:
-    """The shape in a ``.npy`` file's header, checked against its dtype, rank and the file's size."""
-    try:
-        with open(path, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
-                           (2, 0): np.lib.format.read_array_header_2_0}.get(version)
-            if read_header is None:
-                raise ValueError(f"unexpected .npy format version {version}")
-            shape, fortran, found = read_header(fh)
-            offset = fh.tell()
-            size = os.fstat(fh.fileno()).st_size
-    except FileNotFoundError:
-        raise SnapshotDamage(f"{path} is missing") from None
-    except (OSError, ValueError, SyntaxError) as exc:  # numpy raises ValueError for a bad magic or header
-        raise SnapshotDamage(f"{path} is not a readable .npy file ({exc})") from None
-    if found != np.dtype(dtype) or fortran or len(shape) != ndim:
-        raise SnapshotDamage(f"{path} holds a {'x'.join(map(str, shape))} {found} array; "
-                             f"the reader expects {ndim}-d {np.dtype(dtype)}")
-    expected = offset + int(np.prod(shape, dtype=np.int64)) * found.itemsize
-    if size != expected:
-        raise SnapshotDamage(f"{path} is {'truncated' if size < expected else 'longer than its header says'}: "
-                             f"{size} bytes, {expected} expected for {'x'.join(map(str, shape))} {found}")
-    return tuple(shape)
-
-
-def _arrow_rows(path: Path, columns: tuple[str, ...]) -> int:
-    """Rows of an Arrow IPC file, read from its footer and batch headers (the data is memory-mapped,
-    not read), after checking it has ``columns``."""
-    try:
-        with pa.memory_map(str(path)) as source:
-            reader = pa.ipc.open_file(source)
-            missing = [c for c in columns if c not in reader.schema.names]
-            n = sum(reader.get_batch(b).num_rows for b in range(reader.num_record_batches))
-    except FileNotFoundError:
-        raise SnapshotDamage(f"{path} is missing") from None
-    except (OSError, pa.ArrowException) as exc:
-        raise SnapshotDamage(f"{path} is not a readable Arrow file ({exc})") from None
-    if missing:
-        raise SnapshotDamage(f"{path} lacks the column(s) {', '.join(missing)}")
-    return n
 
 
 TAKE_ROWS = 65_536  # rows a streamed snapshot reads from a table at once

@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -31,8 +30,8 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from laminae import fusion
-from laminae.graph import Graph, group_max, similarities, snapshot_problem, write_snapshot
+from laminae import fusion, snapshots
+from laminae.graph import Graph, group_max, similarities, write_snapshot
 from laminae.schemas.pictures import crop_png
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import (
@@ -45,6 +44,7 @@ from laminae.schemas.storage import (
     storage_options,
 )
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION
+from laminae.snapshots import snapshot_problem
 from laminae.stats import table_stats
 from laminae.vectors import SEARCH_MODES, rescored_rows, shortlist_groups, spans
 
@@ -302,7 +302,9 @@ class Index:
         snapshot = self.snapshot_path
         dim = int(self.embedder["dim"])
         if is_remote(self.root) and snapshot_problem(snapshot, dim) is not None:
-            self._cache_snapshot(snapshot)
+            # one folder per manifest version and run id (snapshot_dir), so an index rebuilt at the
+            # same URI is never served from the old one's cache
+            snapshots.cache(self.root, snapshot, lambda: self.save_snapshot(keep_whole=True))
             if snapshot_problem(snapshot, dim) is not None:  # the cache cannot be written: logged
                 with self._reading(*VIEW_TABLES):
                     return Graph({name: self.table(name) for name in VIEW_TABLES}, dim)
@@ -352,25 +354,6 @@ class Index:
                   "from the tables, into memory)"
         return f"{problem}: the reader snapshot of manifest {self.version} is damaged{'; ' + why if why else ''}. " \
                f"To fix it, {fix}"
-
-    def _cache_snapshot(self, snapshot: Path, keep: int = 2) -> None:
-        """Stream the view of a version on object storage into the local cache (``snapshot_dir``:
-        one folder per manifest version and run id, so an index rebuilt at the same URI is never
-        served from the old one's cache), so that it is memory-mapped like a local index's; keep
-        the ``keep`` most recently written snapshots of this index there. A cache that cannot be
-        written (a full disk, a read-only home) is logged and the view loads from the tables, in
-        memory."""
-        try:
-            self.save_snapshot(keep_whole=True)
-        except OSError as exc:
-            log.warning("%s: no local snapshot in %s (%s); loading the view from the tables into memory"
-                        " (set LAMINAE_CACHE_DIR to a writable directory with room for it)",
-                        self.root, snapshot.parent, exc)
-            return
-        cached = [p for p in snapshot.parent.iterdir() if SNAPSHOT_NAME.fullmatch(p.name)]
-        for old in sorted(cached, key=_mtime)[:-keep]:
-            if old != snapshot:
-                shutil.rmtree(old, ignore_errors=True)
 
     def save_snapshot(self, keep_whole: bool = False) -> Path:
         """Write the reader's view of this version for fast loading (the builder calls this; a reader
@@ -1108,16 +1091,6 @@ class _EventLoop:
 
 
 _LOOP = _EventLoop()
-
-SNAPSHOT_NAME = re.compile(r"\d{8}(-[0-9a-f]+)?")  # a snapshot folder (snapshot_dir), not a temporary one
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

@@ -5,7 +5,8 @@ Reads rows of the three node layers handed to ``SnapshotWriter.add`` in their fi
 ``_snapshots/NNNNNNNN/`` directory that ``Graph.load`` reads: per layer ``vectors{i}.npy``
 (float32), ``codes{i}.npy`` (sign codes, ``laminae.vectors``), ``doc``/``parent``/``starts``
 (and ``parent_starts`` for layer 2) ``.npy``, ``nodes{i}.arrow`` (id, kind, text; title and url
-for documents), ``links.npy``, ``component_links.npy`` and ``COMPLETE``. The directory is
+for documents), ``links.npy``, ``component_links.npy`` and ``COMPLETE`` (the names:
+``laminae.snapshots``). The directory is
 written under a temporary name and renamed into place (an older one moved aside first, or kept
 when it is whole: ``replace_dir``). Vectors and codes are appended to plain
 files (no writable memory map, whose pages would count as the writer's resident memory).
@@ -26,6 +27,15 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
+from laminae.snapshots import (
+    COMPLETE,
+    COMPONENT_LINKS,
+    LINKS,
+    OLD_PREFIX,
+    PARENT_STARTS,
+    TMP_PREFIX,
+    layer_file,
+)
 from laminae.vectors import code_words, sign_codes
 
 BLOCK = 65_536  # rows per block when vectors are turned into codes
@@ -61,10 +71,10 @@ class SnapshotWriter:
     def __init__(self, directory: str | os.PathLike[str], sizes: tuple[int, int, int], dim: int) -> None:
         self.target = Path(directory)
         self.target.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=".tmp-snapshot-"))
+        self.tmp = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=TMP_PREFIX))
         self.sizes, self.dim = sizes, dim
-        self._vectors = [NpyAppender(self.tmp / f"vectors{i}.npy", np.float32, (n, dim)) for i, n in enumerate(sizes)]
-        self._codes = [NpyAppender(self.tmp / f"codes{i}.npy", np.uint64, (n, code_words(dim)))
+        self._vectors = [NpyAppender(self.tmp / layer_file("vectors", i), np.float32, (n, dim)) for i, n in enumerate(sizes)]
+        self._codes = [NpyAppender(self.tmp / layer_file("codes", i), np.uint64, (n, code_words(dim)))
                        for i, n in enumerate(sizes)]
         self._doc: list[list[np.ndarray]] = [[], [], []]
         self._parent: list[list[np.ndarray]] = [[], [], []]
@@ -80,7 +90,7 @@ class SnapshotWriter:
             columns.update(title=pa.array(title, pa.string()), url=pa.array(url, pa.string()))
         batch = pa.record_batch(columns)
         if self._nodes[layer] is None:
-            sink = pa.OSFile(str(self.tmp / f"nodes{layer}.arrow"), "wb")
+            sink = pa.OSFile(str(self.tmp / layer_file("nodes", layer)), "wb")
             self._nodes[layer] = (sink, pa.ipc.new_file(sink, batch.schema))
         self._nodes[layer][1].write_batch(batch)
         self._vectors[layer].append(vectors)
@@ -105,20 +115,20 @@ class SnapshotWriter:
                 parent = np.concatenate(self._parent[layer]) if self._parent[layer] else np.zeros(0, np.int32)
                 n_docs = self.sizes[0]
                 grouped = np.where(doc >= 0, doc, n_docs)
-                np.save(self.tmp / f"doc{layer}.npy", doc)
-                np.save(self.tmp / f"parent{layer}.npy", parent)
-                np.save(self.tmp / f"starts{layer}.npy", np.searchsorted(grouped, np.arange(n_docs + 1)).astype(np.int64))
+                np.save(self.tmp / layer_file("doc", layer), doc)
+                np.save(self.tmp / layer_file("parent", layer), parent)
+                np.save(self.tmp / layer_file("starts", layer), np.searchsorted(grouped, np.arange(n_docs + 1)).astype(np.int64))
                 if layer == 2:
                     n_comps = self.sizes[1]
                     by_parent = np.where(parent >= 0, parent, n_comps)
-                    np.save(self.tmp / "parent_starts2.npy",
+                    np.save(self.tmp / PARENT_STARTS,
                             np.searchsorted(by_parent, np.arange(n_comps + 1)).astype(np.int64))
                 sink, writer = self._nodes[layer]
                 writer.close()
                 sink.close()
-            np.save(self.tmp / "links.npy", np.asarray(links, dtype=np.int64).reshape(-1, 2))
-            np.save(self.tmp / "component_links.npy", np.asarray(component_links, dtype=np.int64).reshape(-1, 2))
-            (self.tmp / "COMPLETE").write_text("1")
+            np.save(self.tmp / LINKS, np.asarray(links, dtype=np.int64).reshape(-1, 2))
+            np.save(self.tmp / COMPONENT_LINKS, np.asarray(component_links, dtype=np.int64).reshape(-1, 2))
+            (self.tmp / COMPLETE).write_text("1")
             if not replace_dir(self.tmp, self.target, keep):
                 shutil.rmtree(self.tmp, ignore_errors=True)
         except BaseException:
@@ -150,7 +160,7 @@ def replace_dir(source: Path, target: Path, keep: Callable[[Path], bool] | None 
                 raise
         if keep is not None and keep(target):
             return False
-        aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=".old-snapshot-"))
+        aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=OLD_PREFIX))
         with contextlib.suppress(FileNotFoundError):  # another writer moved it first
             os.replace(target, aside / target.name)
         shutil.rmtree(aside, ignore_errors=True)

@@ -284,15 +284,12 @@ class IndexStore:
 
         if self.files.local is None:
             return  # snapshots are memory-mapped files: local indexes only
-        from laminae.graph import snapshot_problem
+        from laminae.snapshots import link, snapshot_problem
 
         target = snapshot_dir(str(self.root), version)
         source = snapshot_dir(str(self.root), same_as) if same_as else None
         if source is not None and snapshot_problem(source) is None and not target.exists():
-            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-snapshot-"))
-            for item in source.iterdir():
-                os.link(item, tmp / item.name)
-            os.replace(tmp, target)
+            link(source, target)
             return
         opened = laminae.open(str(self.root), version=version)  # rebuilds a damaged one by itself
         if snapshot_problem(target) is not None:
@@ -348,14 +345,12 @@ class IndexStore:
             left = {v["version"] for v in tbl.list_versions()}
             freed[name] = sum(1 for v in stamps if v < oldest[name] and v not in left)
         if self.files.local is not None and kept:
-            import shutil
+            from laminae.snapshots import prune, version_of
 
             # the latest manifest's and pinned ones': a reader of another kept manifest that has not
             # mapped its snapshot yet loads its view from the tables
-            pinned = set(kept[:-1]) & pinned_versions(self.files)
-            for old in (self.files.local / SNAPSHOT_DIR).glob("[0-9]*"):
-                if old.name.isdigit() and int(old.name) not in {kept[-1], *pinned}:
-                    shutil.rmtree(old, ignore_errors=True)
+            snapshots = {kept[-1], *(set(kept[:-1]) & pinned_versions(self.files))}
+            prune(self.files.local / SNAPSHOT_DIR, lambda old: version_of(old) in snapshots)
         self.prune_raw([self._manifest_tables(number) for number in kept])
         return freed
 
@@ -364,7 +359,7 @@ class IndexStore:
         new manifest with the same contents (its snapshot hard-linked from the last one); write the
         latest manifest's snapshot again if it is missing or damaged; clean up versions before the
         newest ``keep`` manifests. The caller holds the writer lease."""
-        from laminae.graph import snapshot_problem
+        from laminae.snapshots import snapshot_problem
 
         latest = self.latest_manifest_version()
         if latest == 0:

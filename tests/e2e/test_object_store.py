@@ -133,7 +133,7 @@ def test_reader_of_s3_keeps_its_view_in_the_local_cache(remote_index, tmp_path, 
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("")
     monkeypatch.setenv("LAMINAE_CACHE_DIR", str(blocked))
-    with caplog.at_level("WARNING", logger="laminae.index"):
+    with caplog.at_level("WARNING", logger="laminae.snapshots"):
         fallback = laminae.open(uri).graph
     assert not isinstance(fallback.layers[2].vectors, np.memmap)  # in memory, from the tables
     assert "LAMINAE_CACHE_DIR" in caplog.text

@@ -13,7 +13,7 @@ import pytest
 
 import laminae
 from bench.synthetic import make_synthetic_index
-from laminae.graph import snapshot_problem
+from laminae.snapshots import snapshot_problem
 from tests.e2e.test_object_store import BUCKET, s3  # noqa: F401 - the moto server fixture
 
 pytestmark = pytest.mark.slow

@@ -21,8 +21,8 @@ import pytest
 
 import laminae
 from bench.synthetic import make_synthetic_index
-from laminae.graph import snapshot_problem
 from laminae.index import MAX_QUERY_TERMS, MAX_TERM_CHARS, STOP_WORDS, bounded_query, query_terms
+from laminae.snapshots import snapshot_problem
 
 DIM = 16
 
