@@ -4,14 +4,8 @@ Imports only pyarrow, lancedb, numpy and ``schemas`` (polars lazily, for ``Index
 builder's heavy stack.
 """
 
-from laminae.index import (
-    Index,
-    IndexOpenError,
-    QueryModelError,
-    ReaderArgumentError,
-    UnknownIdError,
-    open_index,
-)
+from laminae.errors import IndexOpenError, QueryModelError, ReaderArgumentError, UnknownIdError
+from laminae.index import Index, open_index
 
 open = open_index  # noqa: A001 - ``laminae.open(dir)`` is the public entry point
 

@@ -1,6 +1,6 @@
 """Learned score fusion: the ranking ``retrieve`` (and the hybrid component hops at granularity 2) return.
 
-Reads the evidence ``Index._fused_components`` gathers for one text question over a set of
+Reads the evidence ``laminae.retrieval.fusion_evidence`` gathers for one text question over a set of
 candidate components (dense similarities per kind, BM25 over their subcomponents, term coverage,
 each component's own vector) and writes nothing: ``features`` turns that evidence into one row of
 numbers per candidate and ``scores`` weighs them with a linear model. Reciprocal rank fusion keeps

@@ -6,13 +6,15 @@ saved for that version (``_snapshots/NNNNNNNN/``: numpy arrays memory-mapped, Ar
 since issue 19 also each layer's sign codes, ``codes{i}.npy``, see ``laminae.vectors``), which loads
 in a fraction of the time (its files named in ``laminae.snapshots``). ``Graph.save`` and
 ``write_snapshot`` write such a snapshot. Rows of every layer are grouped by document (and
-subcomponents by parent), so each group is one contiguous slice. Writes only snapshots.
+subcomponents by parent), so each group is one contiguous slice. Navigation (``children``,
+``parent``, ``document_of``, ``neighbors``) is lookups in these arrays. Writes only snapshots.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from laminae.errors import check_direction
 from laminae.snapshot_writer import SnapshotWriter
 from laminae.snapshots import COMPONENT_LINKS, LINKS, layer_file, snapshot_problem
 from laminae.vectors import RowFile, code_prefix, layer_is_compact, sign_codes, spans
@@ -249,6 +252,54 @@ class Graph:
             if lay.compact and isinstance(lay.vectors, np.memmap):  # read rows, never map them
                 lay.vectors = RowFile.of(lay.vectors)
             lay.code_prefix = None
+
+    # -- navigation ----------------------------------------------------------------------------
+    def children(self, node_id: str) -> list[str]:
+        """Ids of a node's children (components of a document, subcomponents of a component)."""
+        if node_id in self.doc_position:
+            d = self.doc_position[node_id]
+            comps = self.layers[1]
+            return list(comps.ids[comps.starts[d]:comps.starts[d + 1]])
+        if node_id in self.layers[1].position:
+            row = self.layers[1].position[node_id]
+            subs = self.layers[2]
+            d = self.layers[1].doc[row]
+            span = np.arange(subs.starts[d], subs.starts[d + 1])
+            return list(subs.ids[span[subs.parent[span] == row]])
+        return []
+
+    def parent(self, node_id: str) -> str | None:
+        """Id of a component's document or a subcomponent's component (None for a document or an unknown id)."""
+        for layer in (1, 2):
+            row = self.layers[layer].position.get(node_id)
+            if row is not None:
+                return str(self.layers[layer - 1].ids[self.layers[layer].parent[row]])
+        return None
+
+    def document_of(self, node_id: str) -> str | None:
+        """Id of the document a node belongs to (itself for a document; None for an unknown id)."""
+        if node_id in self.doc_position:
+            return node_id
+        for layer in (1, 2):
+            row = self.layers[layer].position.get(node_id)
+            if row is not None:
+                return str(self.layers[0].ids[self.layers[layer].doc[row]])
+        return None
+
+    def neighbors(self, document_ids: Sequence[str], direction: str = "out") -> list[str]:
+        """Documents linked from (``out``), linking to (``in``) or either (``both``) these documents."""
+        check_direction(direction)
+        out: set[int] = set()
+        for doc in document_ids:
+            d = self.doc_position.get(doc)
+            if d is not None:
+                out |= self.doc_links(d, direction)
+        return sorted(str(self.layers[0].ids[d]) for d in out)
+
+    def doc_links(self, doc: int, direction: str) -> set[int]:
+        """Document rows linked from (``out``), linking to (``in``) or either (``both``) document row ``doc``."""
+        return ((self.out_links.get(doc, set()) if direction != "in" else set())
+                | (self.in_links.get(doc, set()) if direction != "out" else set()))
 
     # -- snapshots -----------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike[str]) -> None:

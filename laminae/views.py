@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from laminae.schemas.timecodes import clock
 
 if TYPE_CHECKING:
-    from laminae.index import Hit, Index
+    from laminae.hits import Hit
+    from laminae.index import Index
 
 MAX_CHARS = 1500  # characters of one node's text, by default
 MAX_ROWS = 20  # rows of a table, by default

@@ -103,7 +103,7 @@ def test_reader_moves_on_s3(remote_index, tmp_path, monkeypatch):
 def test_reader_of_s3_keeps_its_view_in_the_local_cache(remote_index, tmp_path, monkeypatch, caplog):
     import numpy as np
 
-    from laminae import index as index_module
+    from laminae import view_loading
     from laminae.graph import Graph
     from laminae.schemas.storage import snapshot_dir
 
@@ -124,7 +124,7 @@ def test_reader_of_s3_keeps_its_view_in_the_local_cache(remote_index, tmp_path, 
     def refuse(*args, **kwargs):
         raise AssertionError("the cached snapshot should be read, not written again")
 
-    monkeypatch.setattr(index_module, "write_snapshot", refuse)
+    monkeypatch.setattr(view_loading, "write_snapshot", refuse)
     again = laminae.open(uri)
     q = graph.layers[1].vectors[0]
     assert [h.id for h in again.documents(q, k=3, granularity=2)] == [h.id for h in index.documents(q, k=3, granularity=2)]

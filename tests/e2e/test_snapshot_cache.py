@@ -69,7 +69,7 @@ def test_a_damaged_cached_snapshot_is_streamed_again(s3, tmp_path, monkeypatch, 
     path = laminae.open(uri).snapshot_path
     vectors = path / "vectors1.npy"
     os.truncate(vectors, vectors.stat().st_size - 8)
-    with caplog.at_level(logging.WARNING, logger="laminae.index"):
+    with caplog.at_level(logging.WARNING, logger="laminae.view_loading"):
         again = laminae.open(uri)
     assert "vectors1.npy is truncated" in caplog.text and "streamed again" in caplog.text
     assert _documents(again) == expected and snapshot_problem(path) is None

@@ -21,7 +21,8 @@ import pytest
 
 import laminae
 from bench.synthetic import make_synthetic_index
-from laminae.index import MAX_QUERY_TERMS, MAX_TERM_CHARS, STOP_WORDS, bounded_query, query_terms
+from laminae import ranking
+from laminae.query import MAX_QUERY_TERMS, MAX_TERM_CHARS, STOP_WORDS, bounded_query, query_terms
 from laminae.snapshots import snapshot_problem
 
 DIM = 16
@@ -151,7 +152,7 @@ def test_a_damaged_snapshot_is_rebuilt_from_the_tables_with_a_warning(built, cop
     expected = _answers(laminae.open(str(built)))
     damage, named = SNAPSHOT_DAMAGE[case]
     damage(copy)
-    with caplog.at_level(logging.WARNING, logger="laminae.index"):
+    with caplog.at_level(logging.WARNING, logger="laminae.view_loading"):
         index = laminae.open(str(copy))
     assert named in caplog.text and "rebuilt it from the tables" in caplog.text
     assert snapshot_problem(copy / SNAPSHOT, DIM) is None
@@ -294,7 +295,7 @@ def test_stop_words_are_those_the_full_text_index_drops(tmp_path):
     store.publish("stop-words", {})
     index = laminae.open(root)
     assert index.get(["dstop"])[0]["text"] == text
-    found = {word: [index.graph.layers[0].ids[r] for r, _ in index._fts(word, 0, 5, None, None)]
+    found = {word: [index.graph.layers[0].ids[r] for r, _ in ranking.fts(index._sources, word, 0, 5, None, None)]
              for word in [*STOP_WORDS, "zebra", longest, too_long]}
     assert found.pop("zebra") == ["dstop"] and found.pop(longest) == ["dstop"] and found.pop(too_long) == []
     assert {w: f for w, f in found.items() if f} == {}

@@ -220,7 +220,7 @@ def test_a_reader_keeps_its_pinned_version(tmp_path):
 
 def test_snapshot_loads_the_same_view(tmp_path):
     from laminae.graph import Graph
-    from laminae.index import snapshot_dir
+    from laminae.schemas.storage import snapshot_dir
 
     make_synthetic_index(str(tmp_path), documents=12, components_per_document=3, subcomponents_per_component=2,
                          dim=8, seed=4, snapshot=False)
@@ -386,7 +386,7 @@ def test_frame_rejects_a_bad_layer_and_says_what_to_install(small, monkeypatch):
 
 
 def test_only_a_long_querys_head_is_embedded(small):
-    from laminae.index import MAX_EMBEDDED_QUERY_CHARS, embedded_part
+    from laminae.query import MAX_EMBEDDED_QUERY_CHARS, embedded_part
 
     seen: list[str] = []
 

@@ -19,7 +19,7 @@ import laminae
 from bench.reembed import HashingEmbedder
 from bench.synthetic import make_synthetic_index
 from laminae import fusion
-from laminae.index import RRF_K, rrf
+from laminae.ranking import RRF_K, rrf, term_coverage
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.fetch import FetchResult
@@ -155,7 +155,7 @@ def _brute_coverage(index, text: str) -> tuple[list[int], dict[int, float], floa
 
 def test_term_coverage_matches_a_brute_force_reference(synthetic, monkeypatch):
     text = "sentence keyword10 keyword20 Keyword30 keyword10"
-    ranked, coverage, total = synthetic._term_coverage(text, np.arange(len(synthetic.graph.layers[1].ids)))
+    ranked, coverage, total = term_coverage(synthetic._sources, text, np.arange(len(synthetic.graph.layers[1].ids)))
     expected, expected_coverage, expected_total = _brute_coverage(synthetic, text)
     assert ranked.tolist() == expected
     assert np.allclose(coverage, [expected_coverage[r] for r in range(len(coverage))])
@@ -163,10 +163,10 @@ def test_term_coverage_matches_a_brute_force_reference(synthetic, monkeypatch):
     assert len(expected) == 100 and set(ranked[:3].tolist()) == {3, 6, 10}  # the holders of rare words lead
     # restricted to some components, only those rank
     some = np.array([6, 10, 50, 51], dtype=np.int64)
-    assert synthetic._term_coverage(text, some)[0].tolist() == [r for r in expected if r in {6, 10, 50, 51}]
+    assert term_coverage(synthetic._sources, text, some)[0].tolist() == [r for r in expected if r in {6, 10, 50, 51}]
     # a word in more components than the depth counts for that many best matches, with their idf
-    monkeypatch.setattr(laminae.index, "COVERAGE_DEPTH", 7)
-    capped, _, _ = synthetic._term_coverage("sentence", np.arange(len(synthetic.graph.layers[1].ids)))
+    monkeypatch.setattr("laminae.ranking.COVERAGE_DEPTH", 7)
+    capped, _, _ = term_coverage(synthetic._sources, "sentence", np.arange(len(synthetic.graph.layers[1].ids)))
     assert len(capped) == 12  # max(7, 120 // 10)
 
 
@@ -198,13 +198,8 @@ def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthet
     index = synthetic
     g = index.graph
     comps, subs = g.layers[1], g.layers[2]
-    vector = np.ones(16, np.float32) / 4.0
-
-    class Fixed(laminae.Index):
-        def _query_vector(self, query):
-            return vector
-
-    fixed = Fixed(index.root, index.manifest)
+    vector = np.ones(16, np.float32) / 4.0  # unit length: the query model's vector as it is
+    fixed = laminae.Index(index.root, index.manifest, embed=lambda text: vector)
     rows = list(range(len(comps.ids)))
     kind_lists, best = _brute_dense_lists(fixed, vector, rows)
     table = index.table("subcomponents")

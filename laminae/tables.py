@@ -1,0 +1,152 @@
+"""The LanceDB tables of an index, each checked out at the version one manifest names.
+
+Reads ``<index>/<table>.lance`` through LanceDB's synchronous API and, for the full-text lookups
+sent at once (``laminae.fulltext``), its async API, run on the reader's event loop (``LOOP``);
+writes nothing. A table or table version that
+is gone is an ``IndexOpenError`` naming it and the fix. Handles are opened once, whatever the number
+of threads asking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+
+import lancedb
+
+from laminae.errors import IndexOpenError, first_line
+from laminae.schemas.storage import storage_options
+from laminae.schemas.tables import NODE_TABLES
+
+VIEW_TABLES = (*NODE_TABLES, "edges")  # what the in-memory view (and its snapshot) is made of
+# every table the reader reads (stats adds errors); fetches, runs and the embedding cache are the
+# builder's, and the cleanup keeps only the newest version of the cache
+READ_TABLES = (*VIEW_TABLES, "errors")
+
+
+class _EventLoop:
+    """An asyncio event loop on a daemon thread, started on first use (again in a forked child),
+    for LanceDB's async API: callers on any thread (a notebook's, with its own loop running) wait
+    for a coroutine run there."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def submit(self, coroutine: Coroutine) -> Future:
+        """Start ``coroutine`` on the loop; its result comes through the future returned."""
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="laminae-reader-loop", daemon=True).start()
+                self._loop, self._pid = loop, os.getpid()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coroutine, loop)
+
+    def run(self, coroutine: Coroutine):
+        return self.submit(coroutine).result()
+
+
+LOOP = _EventLoop()
+
+
+class PinnedTables:
+    """The tables of the index at ``root`` at the versions ``manifest`` names."""
+
+    def __init__(self, root: str, manifest: dict) -> None:
+        self.root = root
+        self.manifest = manifest
+        self.version: int = manifest["version"]
+        self._db = lancedb.connect(root, storage_options=storage_options(root))
+        self._tables: dict[str, object] = {}
+        self._async_tables: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def table(self, name: str):
+        """Table ``name`` checked out at this manifest's version."""
+        tbl = self._tables.get(name)
+        if tbl is None:
+            if name not in self.manifest["tables"]:
+                raise KeyError(f"unknown table {name!r}; tables are {', '.join(self.manifest['tables'])}")
+            with self._lock:
+                if name not in self._tables:
+                    self._tables[name] = self._checked_out(name)
+                tbl = self._tables[name]
+        return tbl
+
+    def _checked_out(self, name: str):
+        version = self.manifest["tables"][name]
+        try:
+            tbl = self._db.open_table(name)
+        except (ValueError, FileNotFoundError, OSError, RuntimeError) as exc:
+            raise IndexOpenError(
+                f"{self.root}: table {name!r} that manifest {self.version} names cannot be opened "
+                f"({first_line(exc)}): the "
+                f"index is damaged; rebuild it with `laminae build`") from None
+        try:
+            tbl.checkout(version)
+        except (ValueError, OSError, RuntimeError) as exc:
+            raise IndexOpenError(self.gone_message(name, version, exc)) from None
+        return tbl
+
+    def async_table(self, name: str):
+        """Table ``name`` at this manifest's version through LanceDB's async API (opened once, on
+        the reader's event loop, ``LOOP``)."""
+        tbl = self._async_tables.get(name)
+        if tbl is None:
+            with self._lock:
+                if name not in self._async_tables:
+                    version = self.manifest["tables"][name]
+
+                    async def checked_out():
+                        db = await lancedb.connect_async(self.root, storage_options=storage_options(self.root))
+                        opened = await db.open_table(name)
+                        await opened.checkout(version)
+                        return opened
+
+                    try:
+                        self._async_tables[name] = LOOP.run(checked_out())
+                    except (ValueError, OSError, RuntimeError) as exc:
+                        raise IndexOpenError(self.gone_message(name, version, exc)) from None
+                tbl = self._async_tables[name]
+        return tbl
+
+    def gone_message(self, name: str, version: int, exc: Exception) -> str:
+        """What to say when version ``version`` of table ``name`` cannot be read."""
+        return (f"{self.root}: version {version} of table {name!r}, which manifest {self.version} names, no longer "
+                f"exists ({first_line(exc)}): it was cleaned up after newer manifests were published. Open the "
+                "latest manifest (laminae.open without version=, or the MCP server's use_latest tool), or keep "
+                "more manifests' table versions (LAMINAE_KEEP_MANIFESTS, `laminae compact --keep N`)")
+
+    def verify(self) -> None:
+        """Check out every table the reader reads (``READ_TABLES``) that the manifest names."""
+        for name in READ_TABLES:
+            if name in self.manifest["tables"]:
+                self.table(name)
+
+    @contextmanager
+    def reading(self, *names: str) -> Iterator[None]:
+        """Reads of tables ``names``: a LanceDB error there becomes an ``IndexOpenError`` when a
+        version this manifest names has been cleaned up since the table was checked out (its
+        files are gone); any other error passes unchanged."""
+        try:
+            yield
+        except IndexOpenError:
+            raise
+        except (OSError, RuntimeError, ValueError) as exc:
+            for name in names:
+                version = self.manifest["tables"].get(name)
+                try:
+                    self._db.open_table(name).checkout(version)
+                except (ValueError, OSError, RuntimeError):
+                    raise IndexOpenError(self.gone_message(name, version, exc)) from None
+            raise
+
+    def view_tables(self) -> dict:
+        """The tables the in-memory view is made of (``VIEW_TABLES``), by name."""
+        return {name: self.table(name) for name in VIEW_TABLES}
