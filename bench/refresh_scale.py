@@ -162,8 +162,8 @@ def _add_cache_keys(cache, keys: list[str], model_id: str) -> None:
 # -- the stages, each run in its own process -------------------------------------------------------
 def stage_diff(index: str, share: float, seed: int) -> tuple[dict, dict]:
     from laminae.tasks.crawl.fetch import FetchResult
-    from laminae.tasks.pipeline import fetch_row
     from laminae.tasks.refresh import plan_refresh
+    from laminae.tasks.storage.batches import fetch_row
 
     store = _store(index)
     changed = set(changed_urls(store, share, seed))
@@ -199,7 +199,7 @@ def stage_write(index: str, share: float, seed: int) -> tuple[dict, dict]:
     from laminae.tasks.crawl.fetch import FetchResult
     from laminae.tasks.embed.embedders import cache_key
     from laminae.tasks.nodes.search_text import embed_text
-    from laminae.tasks.pipeline import fetch_row
+    from laminae.tasks.storage.batches import fetch_row
 
     store = _store(index)
     model_id = store.metadata()["embedder"]["model_id"]
@@ -244,7 +244,7 @@ def _rows(store, name: str, document_ids: list[str]) -> list[dict]:
 
 def stage_prune(index: str) -> tuple[dict, dict]:
     from laminae.tasks.config import BuildSettings
-    from laminae.tasks.pipeline import prune_embedding_cache
+    from laminae.tasks.embed.upkeep import prune_embedding_cache
 
     store = _store(index)
     embedder = store.metadata()["embedder"]

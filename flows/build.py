@@ -29,27 +29,18 @@ from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder
+from laminae.tasks.embed.upkeep import prune_embedding_cache, reembed_index
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
 from laminae.tasks.nodes.search_text import SERIALIZATION
 from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools
 from laminae.tasks.parse.pages import error_row
-from laminae.tasks.pipeline import (
-    BatchReport,
-    ParsedBatch,
-    ProcessedBatch,
-    crawl_errors,
-    fetch_row,
-    parse_batch,
-    process_batch,
-    prune_embedding_cache,
-    reembed_index,
-    write_batch,
-)
+from laminae.tasks.pipeline import ParsedBatch, parse_batch, process_batch
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
 from laminae.tasks.report import progress
 from laminae.tasks.report.run_report import run_markdown, write_report
+from laminae.tasks.storage.batches import BatchReport, ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
 from laminae.tasks.storage.lease import WriterLease, writer_lease
 from laminae.tasks.storage.rawstore import RawStore

@@ -424,3 +424,26 @@ def embed_pixels(rows: list[tuple[dict, str, list[float] | None]], embedder, kno
     for (row, _, _), key in zip(rows, keys, strict=True):
         row["vector"] = known[key]
     return new
+
+
+def split_by_modality(nodes: list[dict], image_mode: str, images: dict[str, str] | None = None
+                      ) -> tuple[list[dict], list[tuple[dict, str, list | None]]]:
+    """Rows embedded from text, and (row, image_key, bbox) of images and crops embedded from pixels.
+
+    ``images``: image component id → image key of pictures not among ``nodes`` (the parents of
+    the objects in them)."""
+    if image_mode != "pixels":
+        return nodes, []
+    keys = {n["id"]: n["image_key"] for n in nodes
+            if n["kind"] == "image" and n.get("image_key") and n.get("image_mime") != "image/svg+xml"}
+    keys.update(images or {})
+    text_rows, pixel_rows = [], []
+    for node in nodes:
+        if node["kind"] == "image" and node["id"] in keys:
+            pixel_rows.append((node, keys[node["id"]], None))
+        elif node["kind"] == "object" and node["parent_id"] in keys:
+            # boxes are rounded to 0.1 px when made; rounding again undoes the float32 of a stored row
+            pixel_rows.append((node, keys[node["parent_id"]], [round(v, 1) for v in node["bbox"]]))
+        else:
+            text_rows.append(node)
+    return text_rows, pixel_rows

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from laminae.schemas.ids import content_hash, document_id, edge_id, node_id, normalize_url
@@ -284,3 +285,15 @@ def subcomponent_row(sid: str, doc_id: str, parent: str, kind: str, ordinal: int
     }
     row.update(extra)
     return row
+
+
+def id_maker(document: str) -> Callable[[str, str], str]:
+    """Node ids for one document's new nodes, counting repeated contents."""
+    seen: Counter[str] = Counter()
+
+    def make(kind: str, content: str) -> str:
+        occurrence = seen[content]
+        seen[content] += 1
+        return node_id(document, kind, content, occurrence)
+
+    return make

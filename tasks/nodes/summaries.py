@@ -1,7 +1,8 @@
 """Summarize: a document's sentences → a short layer-0 summary.
 
 Reads the sentences of a document (in order) with their vectors, or its text for the model and
-endpoint modes; writes nothing. Extractive (default): the sentences closest to the document's
+endpoint modes; ``summarize_stage`` writes each document row's ``summary``, ``text`` and
+``search_text`` and returns the problems. Extractive (default): the sentences closest to the document's
 centroid, picked with maximal marginal relevance for diversity, bounded in count and length,
 returned in document order. ``seq2seq``: a transformers model. ``endpoint``: an OpenAI-compatible
 chat endpoint (base URL, model, key from the environment) with timeouts, retries and a
@@ -15,8 +16,10 @@ import os
 
 import numpy as np
 
-from laminae.tasks.config import SummarizeConfig
+from laminae.tasks.config import BuildSettings, SummarizeConfig
 from laminae.tasks.embed.runtime import loaded_once
+from laminae.tasks.nodes.build import DocumentNodes
+from laminae.tasks.parse.pages import error_row
 
 
 def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: SummarizeConfig) -> str | None:
@@ -139,3 +142,38 @@ async def _endpoint_async(texts: list[str], cfg: SummarizeConfig) -> list[str | 
 def endpoint_summaries(texts: list[str], cfg: SummarizeConfig) -> list[str | BaseException]:
     """One summary per text from the chat endpoint; a failed text gets its exception instead."""
     return asyncio.run(_endpoint_async(texts, cfg))
+
+
+def summarize_stage(docs: list[DocumentNodes], settings: BuildSettings, run_id: str) -> list[dict]:
+    """Set ``summary`` and ``text`` (title + summary) on each document row; returns problems."""
+    cfg = settings.summarize
+    problems: list[dict] = []
+    by_doc: dict[str, tuple[list[str], list]] = {}
+    for d in docs:
+        sentences = [s for s in d.subcomponents if s["kind"] == "sentence"]
+        by_doc[d.document["id"]] = ([s["text"] for s in sentences], [s["vector"] for s in sentences])
+    abstractive: dict[str, str] = {}
+    with_text = [d for d in docs if by_doc[d.document["id"]][0]]
+    if cfg.mode != "extractive" and with_text:
+        full = [" ".join(by_doc[d.document["id"]][0]) for d in with_text]
+        try:
+            results = seq2seq_summaries(full, cfg) if cfg.mode == "seq2seq" else endpoint_summaries(full, cfg)
+        except Exception as exc:
+            results = [exc] * len(with_text)
+        for d, res in zip(with_text, results, strict=True):
+            if isinstance(res, BaseException) or not res:
+                problems.append(error_row(run_id, d.document["url"], "summarize", f"{cfg.mode}_failed",
+                                          f"{res}; used the extractive summary instead", severity="warning",
+                                          document=d.document["id"]))
+            else:
+                abstractive[d.document["id"]] = res
+    for d in docs:
+        sentences, vectors = by_doc[d.document["id"]]
+        summary = abstractive.get(d.document["id"])
+        if summary is None and sentences:
+            summary = extractive_summary(sentences, np.stack(vectors), cfg)
+        d.document["summary"] = summary
+        title = d.document["title"] or ""
+        d.document["text"] = f"{title}\n{summary}".strip() if summary else d.document["text"]
+        d.document["search_text"] = d.document["text"]
+    return problems

@@ -80,7 +80,7 @@ class IndexStore:
         before anything is written to them (rows written with a table's old schema would lose
         those values): a build or refresh calls this every time, a move included.
 
-        Returns True when the caller must move the whole index (``laminae.tasks.pipeline.reembed_index``):
+        Returns True when the caller must move the whole index (``laminae.tasks.embed.upkeep.reembed_index``):
         it holds another model's vectors and ``reembed`` allows the move, or its nodes were
         serialized by another version of ``laminae.tasks.nodes.search_text`` (always moved).
         """

@@ -257,8 +257,7 @@ def test_the_embedding_cache_is_pruned_to_what_the_nodes_were_embedded_from(serv
 def test_a_stored_object_box_gives_the_key_it_was_embedded_under():
     import pyarrow as pa
 
-    from laminae.tasks.embed.embedders import pixel_key
-    from laminae.tasks.pipeline import split_by_modality
+    from laminae.tasks.embed.embedders import pixel_key, split_by_modality
 
     image = {"id": "c1", "kind": "image", "image_key": "k", "image_mime": "image/png"}
     fresh = {"id": "s1", "kind": "object", "parent_id": "c1", "bbox": [12.3, 40.1, 99.7, 120.9]}

@@ -21,7 +21,7 @@ from laminae.tasks.crawl.files import file_url, list_folder, real_roots, scope_o
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.parse.html import parse_html
-from laminae.tasks.pipeline import crawl_errors
+from laminae.tasks.storage.batches import crawl_errors
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
 

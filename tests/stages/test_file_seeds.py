@@ -14,8 +14,8 @@ from laminae.tasks.crawl.fetch import FetchResult, crawl, extract_links, fetch_i
 from laminae.tasks.crawl.links import resolve_href
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.seeds import Seed, SeedsError, read_seeds
-from laminae.tasks.pipeline import crawl_errors
 from laminae.tasks.refresh import plan_refresh
+from laminae.tasks.storage.batches import crawl_errors
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import page
 

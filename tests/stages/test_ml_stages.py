@@ -88,7 +88,7 @@ def test_batched_detection_matches_one_picture_at_a_time_and_keeps_the_threads(t
 
 def test_a_picture_shown_on_several_pages_is_detected_once(tmp_path, monkeypatch):
     from laminae.tasks.config import BuildSettings
-    from laminae.tasks.pipeline import detect_stage
+    from laminae.tasks.nodes.objects import detect_stage
     from laminae.tasks.storage.index_store import IndexStore
     from laminae.tasks.storage.rawstore import RawStore
 

@@ -13,10 +13,10 @@ from laminae.schemas.pictures import load_image
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.nodes import image_text
+from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.image_text import TEXT_MARK, cache_path, read_image_text
 from laminae.tasks.parse.ocr import TextLine, read_lines, reading_order, repair_spacing
 from laminae.tasks.parse.pdf import parse_pdf
-from laminae.tasks.pipeline import _id_maker
 from laminae.tasks.storage.rawstore import RawStore
 
 
@@ -102,7 +102,7 @@ def test_the_ocr_stage_makes_text_nodes_and_reads_each_picture_once(tmp_path, mo
     real = image_text.read_lines
     monkeypatch.setattr(image_text, "read_lines", lambda picture, cfg: calls.append(1) or real(picture, cfg))
 
-    found = read_image_text([*shown_twice, icon, broken], raw, files, OcrConfig(), "run1", _id_maker)
+    found = read_image_text([*shown_twice, icon, broken], raw, files, OcrConfig(), "run1", id_maker)
     assert len(calls) == 1 and (found.read, found.cached, found.skipped) == (1, 0, 1)  # one picture, one icon
     assert [(p["stage"], p["reason"], p["url"]) for p in found.problems] == [("ocr", "ocr_failed", broken["image_url"])]
     for image in shown_twice:
@@ -117,17 +117,17 @@ def test_the_ocr_stage_makes_text_nodes_and_reads_each_picture_once(tmp_path, mo
     assert json.loads(files.read_text(cache_path(shown_twice[0]["image_key"])))["lines"][0][0] == rows[0]["text"]
 
     again = [_image(raw, "d3", "c5", chart, width, height)]
-    second = read_image_text(again, raw, files, OcrConfig(), "run2", _id_maker)
+    second = read_image_text(again, raw, files, OcrConfig(), "run2", id_maker)
     assert len(calls) == 1 and (second.read, second.cached) == (0, 1)  # from the cache, not the recognizer
     assert [r["text"] for r in second.rows] == [r["text"] for r in found.rows if r["parent_id"] == "c1"]
-    assert read_image_text(again, raw, files, OcrConfig(enabled=False), "run3", _id_maker).rows == []
+    assert read_image_text(again, raw, files, OcrConfig(enabled=False), "run3", id_maker).rows == []
 
 
 def test_a_document_reads_its_largest_pictures_first(tmp_path):
     raw, files = RawStore(tmp_path), IndexFiles(tmp_path)
     small = _image(raw, "d1", "c1", text_picture(["Small oven"], width=300), 300, 80)
     large = _image(raw, "d1", "c2", text_picture(["Large oven"], width=600), 600, 80)
-    found = read_image_text([small, large], raw, files, OcrConfig(max_pictures=1), "run1", _id_maker)
+    found = read_image_text([small, large], raw, files, OcrConfig(max_pictures=1), "run1", id_maker)
     assert {r["parent_id"] for r in found.rows} == {"c2"} and found.skipped == 1
 
 

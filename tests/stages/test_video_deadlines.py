@@ -13,10 +13,10 @@ from bench.clips import Scene, scene_video, webvtt
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import FetchResult, seed_scope
+from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.videos import add_video_nodes
 from laminae.tasks.parse.isolated import close_pools
 from laminae.tasks.parse.pages import parse_documents
-from laminae.tasks.pipeline import _id_maker
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
 
@@ -63,7 +63,7 @@ def _stage(server, tmp_path, paths: list[str], settings: BuildSettings):
                            raw_key=raw.put(server.routes[p].body)) for p in paths]
     docs, errors = parse_documents(results, str(tmp_path), settings, "run")
     assert errors == []
-    found = add_video_nodes(docs, raw, IndexFiles(tmp_path), settings, "run", {seed_scope(server.base)}, _id_maker)
+    found = add_video_nodes(docs, raw, IndexFiles(tmp_path), settings, "run", {seed_scope(server.base)}, id_maker)
     return docs, {(p["url"].rpartition("/")[2], p["reason"]): p for p in found.problems}
 
 

@@ -323,7 +323,7 @@ def _stored_pages(path, embedder, picture: bytes | None = None):
 
 def test_reembedding_streams_each_table_in_batches_as_whole_documents_serialize(tmp_path):
     from laminae.tasks.embed.embedders import cache_key
-    from laminae.tasks.pipeline import reembed_index
+    from laminae.tasks.embed.upkeep import reembed_index
 
     old, new = HashingEmbedder(4), HashingEmbedder(8)
     store, docs = _stored_pages(tmp_path, old)
@@ -368,8 +368,8 @@ def test_reembedding_in_batches_embeds_pictures_and_their_objects_from_pixels(tm
 
     from laminae.schemas.pictures import crop, load_image
     from laminae.tasks.config import EmbedConfig
-    from laminae.tasks.embed.embedders import load_embedder
-    from laminae.tasks.pipeline import reembed_index, split_by_modality
+    from laminae.tasks.embed.embedders import load_embedder, split_by_modality
+    from laminae.tasks.embed.upkeep import reembed_index
     from laminae.tasks.storage.rawstore import RawStore
 
     buffer = io.BytesIO()
@@ -396,8 +396,8 @@ def test_reembedding_in_batches_embeds_pictures_and_their_objects_from_pixels(tm
 
 
 def test_pruning_the_cache_in_batches_keeps_every_key_a_node_was_embedded_under(tmp_path):
-    from laminae.tasks.embed.embedders import cache_key, pixel_key
-    from laminae.tasks.pipeline import prune_embedding_cache, split_by_modality
+    from laminae.tasks.embed.embedders import cache_key, pixel_key, split_by_modality
+    from laminae.tasks.embed.upkeep import prune_embedding_cache
 
     model = "m"
     store, docs = _stored_pages(tmp_path, HashingEmbedder(4), picture=b"not decoded when pruning")

@@ -10,6 +10,7 @@ from laminae.schemas.storage import IndexFiles
 from laminae.schemas.timecodes import clock
 from laminae.tasks.config import VideoConfig
 from laminae.tasks.crawl.fetch import sniff_content_type
+from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.keyframes import (
     VideoProblem,
     cache_path,
@@ -20,7 +21,6 @@ from laminae.tasks.nodes.keyframes import (
 from laminae.tasks.nodes.transcripts import CaptionError, Cue, parse_captions, transcript_nodes, windows
 from laminae.tasks.nodes.videos import sidecars
 from laminae.tasks.parse.html import parse_html
-from laminae.tasks.pipeline import _id_maker
 
 CUES = [(0.5, 2.0, "One."), (2.5, 4.25, "Two <i>words</i>."), (61.0, 62.5, "Three &amp; four.")]
 SCENES = [Scene(2, (200, 40, 40), "A"), Scene(2, (40, 160, 60), "B"), Scene(2, (30, 60, 200), "C")]
@@ -64,7 +64,7 @@ def test_cues_are_grouped_by_window_and_sentences_keep_their_times():
     assert [len(w) for w in windows(cues, 30)] == [3, 1]
     video = {"document_id": "d1", "video_url": "http://h.test/v.mp4", "captions_url": "http://h.test/v.vtt",
              "section_path": ["Baking"]}
-    comps, sentences, edges = transcript_nodes(video, cues, 30, "en", _id_maker("d1"))
+    comps, sentences, edges = transcript_nodes(video, cues, 30, "en", id_maker("d1"))
     assert [(c["kind"], c["time_start"], c["time_end"], c["video_url"]) for c in comps] == [
         ("transcript", 0.0, 6.0, video["video_url"]), ("transcript", 31.0, 33.0, video["video_url"])]
     assert comps[0]["text"] == "Mix the flour and water. Knead it. Rest."
