@@ -130,7 +130,7 @@ def floors(index: str) -> dict:
     (the defaults)."""
     import lancedb
 
-    from laminae.schemas.pictures import load_image
+    from laminae.schemas.pictures import load_image, raster_picture
     from laminae.tasks.config import DetectConfig, EmbedConfig, OcrConfig
     from laminae.tasks.embed.embedders import load_embedder
     from laminae.tasks.nodes import image_text
@@ -145,7 +145,7 @@ def floors(index: str) -> dict:
     for name in ("documents", "components", "subcomponents"):
         for row in db.open_table(name).to_arrow().drop_columns(["vector"]).to_pylist():
             texts.add(embed_text(row))
-            if row.get("kind") == "image" and row.get("image_key") and row.get("image_mime") != "image/svg+xml":
+            if raster_picture(row):
                 keys.append(row["image_key"])
                 if ocr_cfg.enabled and image_text.readable(row, ocr_cfg):
                     readable.append(row["image_key"])

@@ -7,8 +7,15 @@ only when a picture is decoded, so the reader needs it only to crop objects.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 
 MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold: larger pictures are refused, not decoded
+
+
+def raster_picture(row: Mapping) -> bool:
+    """Whether a node row is an image component with a picture in the raw store that decodes to
+    pixels (SVG is drawn, not decoded): what is detected, read and embedded from pixels."""
+    return row.get("kind") == "image" and bool(row.get("image_key")) and row.get("image_mime") != "image/svg+xml"
 
 
 def load_image(data: bytes):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from laminae.schemas.ids import content_hash, digest
+from laminae.schemas.pictures import raster_picture
 from laminae.tasks.config import EmbedConfig, cache_dir
 from laminae.tasks.embed.onnx_backend import INT8_SUFFIX, OnnxTextEmbedder
 from laminae.tasks.embed.runtime import (
@@ -434,8 +435,7 @@ def split_by_modality(nodes: list[dict], image_mode: str, images: dict[str, str]
     the objects in them)."""
     if image_mode != "pixels":
         return nodes, []
-    keys = {n["id"]: n["image_key"] for n in nodes
-            if n["kind"] == "image" and n.get("image_key") and n.get("image_mime") != "image/svg+xml"}
+    keys = {n["id"]: n["image_key"] for n in nodes if raster_picture(n)}
     keys.update(images or {})
     text_rows, pixel_rows = [], []
     for node in nodes:

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from laminae.schemas.pictures import raster_picture
 from laminae.schemas.tables import NODE_TABLES, table_schemas
 from laminae.tasks.embed.embedders import cache_key, embed_pixels, embed_rows, pixel_key, split_by_modality
 from laminae.tasks.nodes.search_text import (
@@ -48,10 +49,8 @@ def prune_embedding_cache(index_dir: str, model_id: str, image_mode: str, slack:
     images: dict[str, str] = {}
     columns = ["kind", EMBED_FIELD, "search_text"]
     if image_mode == "pixels":
-        pictures = _columns(store.table("components"), ["id", "kind", "image_key", "image_mime"]).filter(
-            (pl.col("kind") == "image") & pl.col("image_key").is_not_null()
-            & (pl.col("image_mime").fill_null("") != "image/svg+xml"))
-        images = dict(pictures.select("id", "image_key").iter_rows())
+        pictures = _columns(store.table("components"), ["id", "kind", "image_key", "image_mime"])
+        images = {row["id"]: row["image_key"] for row in pictures.iter_rows(named=True) if raster_picture(row)}
         columns += ["id", "parent_id", "image_key", "image_mime", "bbox"]
     live: list[np.ndarray] = []
     for name in NODE_TABLES:
@@ -187,10 +186,9 @@ def _embed_stored(data: pl.DataFrame, embedder, store: IndexStore, raw: RawStore
     rows = data.select(fields).to_dicts()
     images = {}
     if embedder.image_mode == "pixels" and "_parent_image_key" in data.columns:
-        pictures = data.filter((pl.col("kind") == "object") & (pl.col("_parent_kind") == "image")
-                               & pl.col("_parent_image_key").is_not_null()
-                               & (pl.col("_parent_image_mime").fill_null("") != "image/svg+xml"))
-        images = dict(pictures.select("parent_id", "_parent_image_key").iter_rows())
+        parents = data.filter(pl.col("kind") == "object").select(
+            "parent_id", kind="_parent_kind", image_key="_parent_image_key", image_mime="_parent_image_mime")
+        images = {row["parent_id"]: row["image_key"] for row in parents.iter_rows(named=True) if raster_picture(row)}
     text_rows, pixel_rows = split_by_modality(rows, embedder.image_mode, images)
     keys = ([cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
             + [pixel_key(embedder.model_id, key, bbox) for _, key, bbox in pixel_rows])

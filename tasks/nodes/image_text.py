@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from laminae.schemas.ids import content_hash, digest
-from laminae.schemas.pictures import load_image
+from laminae.schemas.pictures import load_image, raster_picture
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
@@ -52,8 +52,8 @@ def cache_path(image_key: str) -> str:
 
 def readable(image: dict, cfg: OcrConfig) -> bool:
     """A fetched raster picture at least ``min_width`` x ``min_height`` (as its row records it)."""
-    return (bool(image.get("image_key")) and image.get("image_mime") != "image/svg+xml"
-            and (image.get("image_width") or 0) >= cfg.min_width and (image.get("image_height") or 0) >= cfg.min_height)
+    return (raster_picture(image) and (image.get("image_width") or 0) >= cfg.min_width
+            and (image.get("image_height") or 0) >= cfg.min_height)
 
 
 def _chosen(components: list[dict], cfg: OcrConfig) -> tuple[list[dict], int]:

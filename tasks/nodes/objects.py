@@ -16,7 +16,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from laminae.schemas.pictures import load_image
+from laminae.schemas.pictures import load_image, raster_picture
 from laminae.tasks.config import BuildSettings, DetectConfig, cache_dir
 from laminae.tasks.embed.runtime import loaded_once
 from laminae.tasks.nodes.build import edge_row, id_maker, subcomponent_row
@@ -187,7 +187,7 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
 
     Images whose bytes were already run through the detector keep their stored objects.
     """
-    images = [c for c in components if c["kind"] == "image" and c["image_key"] and c["image_mime"] != "image/svg+xml"]
+    images = [c for c in components if raster_picture(c)]
     if not images or not settings.detect.enabled:
         return [], [], []
     weights = resolve_weights(settings.detect)
