@@ -166,38 +166,38 @@ def _embed_documents(work: BatchWork) -> None:
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of a batch: its entry point, what it reads and what it writes (table.column, or the
-    raw store), and whether it reads the index's tables (then it cannot run ahead, beside the batch
-    before it). ``name`` is where its seconds are reported; two steps may share one."""
+    """One step of a batch: its entry point and the ``BatchWork`` fields it reads and writes, which
+    ``tests/stages/test_pipeline.py`` checks against its code. Node rows changed in place count as
+    writes of ``docs``, ``components`` or ``subcomponents``; bytes added to the raw store or files
+    to the index (readings, keyframe choices) as writes of ``raw`` or ``store``. A stage that reads
+    ``store`` (the index's tables and files) cannot run ahead, beside the batch before it. ``name``
+    is where its seconds are reported; two steps may share one."""
 
     name: str
     run: Callable[[BatchWork], None]
     reads: tuple[str, ...]
     writes: tuple[str, ...]
-    reads_index: bool = False
+
+    @property
+    def reads_index(self) -> bool:
+        return "store" in self.reads
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("parse", _parse, reads=("raw: page bytes", "fetches.final_url"),
-          writes=("documents", "components", "subcomponents (sentence, row, header)", "edges", "*.search_text")),
-    Stage("images", _fetch_pictures, reads=("components.image_url",),
-          writes=("raw: picture bytes", "components.image_key", "components.image_mime",
-                  "components.image_width", "components.image_height")),
-    Stage("video", _videos, reads=("components.video_url", "components.captions_url", "raw: video bytes",
-                                   "fetches (the videos' validators)", "keyframes/ (choices by video)"),
-          writes=("raw: video, caption and keyframe bytes", "components (image: keyframes, transcript)",
-                  "subcomponents (sentence)", "edges (contains)", "components.video_key", "components.duration_s",
-                  "keyframes/"), reads_index=True),
-    Stage("detect", _detect, reads=("raw: picture bytes", "components.detected", "subcomponents (object)"),
-          writes=("subcomponents (object)", "edges (contains)", "components.detected"), reads_index=True),
-    Stage("ocr", _read_image_text, reads=("raw: picture bytes", "ocr/ (readings by picture)"),
-          writes=("subcomponents (text)", "edges (contains)", "components.text (image)", "ocr/"), reads_index=True),
-    Stage("embed", _embed_nodes, reads=("components.search_text", "subcomponents.search_text", "embeddings"),
-          writes=("components.vector", "subcomponents.vector", "embeddings"), reads_index=True),
-    Stage("summarize", _summarize, reads=("subcomponents.text", "subcomponents.vector (sentences)"),
-          writes=("documents.summary", "documents.text", "documents.search_text")),
-    Stage("embed", _embed_documents, reads=("documents.search_text", "embeddings"),
-          writes=("documents.vector", "embeddings"), reads_index=True),
+    Stage("parse", _parse, reads=("results", "index_dir", "settings", "run_id"), writes=("docs", "errors")),
+    Stage("images", _fetch_pictures, reads=("components", "settings", "raw", "seed_hosts", "run_id"),
+          writes=("components", "raw", "image_fetches", "errors")),
+    Stage("video", _videos, reads=("docs", "raw", "store", "settings", "run_id", "seed_hosts"),
+          writes=("docs", "raw", "store", "image_fetches", "errors")),
+    Stage("detect", _detect, reads=("components", "raw", "settings", "store", "run_id", "docs"),
+          writes=("components", "docs", "errors")),
+    Stage("ocr", _read_image_text, reads=("components", "raw", "store", "settings", "run_id", "docs"),
+          writes=("components", "docs", "store", "errors")),
+    Stage("embed", _embed_nodes, reads=("embedder", "settings", "store", "components", "subcomponents", "known", "raw"),
+          writes=("embedder", "components", "subcomponents", "known", "new_vectors", "rows_embedded")),
+    Stage("summarize", _summarize, reads=("docs", "settings", "run_id"), writes=("docs", "errors")),
+    Stage("embed", _embed_documents, reads=("embedder", "settings", "store", "docs", "known"),
+          writes=("embedder", "docs", "known", "new_vectors", "rows_embedded")),
 )
 
 

@@ -3,9 +3,16 @@ decided by which stages read the index."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import inspect
+import textwrap
+from functools import cached_property
+
+from laminae.tasks import pipeline
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import FetchResult
-from laminae.tasks.pipeline import STAGES, Stage, ahead_stages, parse_batch, process_batch
+from laminae.tasks.pipeline import STAGES, BatchWork, Stage, ahead_stages, parse_batch, process_batch
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import page
@@ -28,7 +35,7 @@ def test_adding_a_stage_is_one_list_entry(tmp_path):
         for c in work.components:
             c["ordinal_tag"] = f"{c['kind']}-{c['ordinal']}"
 
-    stages = (STAGES[0], Stage("census", census, reads=("components.kind",), writes=("components.ordinal_tag",)),
+    stages = (STAGES[0], Stage("census", census, reads=("components",), writes=("components",)),
               *STAGES[1:])
     assert ahead_stages(stages) == 3  # parse, census, images read no index table
     parsed = parse_batch([fetched], index, settings, "run", {"t.test"}, stages)
@@ -42,5 +49,65 @@ def test_adding_a_stage_is_one_list_entry(tmp_path):
     assert all(n["vector"].shape == (384,) for n in nodes) and doc.document["summary"]
     assert processed.embedded == len(processed.new_vectors) > 0 and processed.reused == len(nodes) - processed.embedded
     # a stage that reads the index ends the prefix that may run ahead
-    reader = Stage("peek", census, reads=("embeddings",), writes=(), reads_index=True)
+    reader = Stage("peek", census, reads=("store", "components"), writes=())
     assert ahead_stages((STAGES[0], reader, *STAGES[1:])) == 1 and ahead_stages(STAGES) == 2
+
+
+MUTATORS = {"append", "extend", "update", "add", "setdefault", "insert", "pop", "clear", "remove"}
+# written through the rows they hold or the stores they stand for, which the code cannot show
+IN_PLACE = {"docs", "components", "subcomponents", "raw", "store"}
+
+
+def _touched(fn) -> tuple[set[str], set[str]]:
+    """The ``BatchWork`` fields ``fn`` and the pipeline helpers it hands the batch to use, and those
+    among them it assigns or extends."""
+    func = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    work = func.args.args[0].arg
+
+    def is_work(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == work
+
+    used: set[str] = set()
+    written: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute) and is_work(node.value):
+            used.add(node.attr)
+            if isinstance(node.ctx, ast.Store):
+                written.add(node.attr)
+        if not isinstance(node, ast.Call):
+            continue
+        if (isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS
+                and isinstance(node.func.value, ast.Attribute) and is_work(node.func.value.value)):
+            written.add(node.func.value.attr)
+        if isinstance(node.func, ast.Name) and any(is_work(arg) for arg in node.args):
+            helper = getattr(pipeline, node.func.id)
+            assert inspect.getmodule(helper) is pipeline, f"{node.func.id} is handed the batch"
+            more_used, more_written = _touched(helper)
+            used |= more_used
+            written |= more_written
+    return used, written
+
+
+def test_each_stage_declares_the_batch_fields_its_code_reads_and_writes():
+    fields = {f.name for f in dataclasses.fields(BatchWork)} | {
+        name for name, value in vars(BatchWork).items() if isinstance(value, property | cached_property)}
+    for stage in STAGES:
+        used, written = _touched(stage.run)
+        reads, writes = set(stage.reads), set(stage.writes)
+        assert reads | writes <= fields, (stage.name, (reads | writes) - fields)
+        assert used == reads | writes, (stage.name, used ^ (reads | writes))
+        assert written <= writes, (stage.name, written - writes)
+        assert writes <= written | IN_PLACE, (stage.name, writes - written - IN_PLACE)
+
+
+def test_the_checker_sees_assignments_extensions_and_helpers():
+    _add_subcomponents, _embedder = pipeline._add_subcomponents, pipeline._embedder  # as the adapters call them
+
+    def stage(work) -> None:
+        work.errors.extend([])
+        work.rows_embedded += 1
+        _add_subcomponents(work, [], [])
+        _embedder(work)
+
+    assert _touched(stage) == ({"errors", "rows_embedded", "docs", "embedder", "settings", "store"},
+                               {"errors", "rows_embedded", "embedder"})
