@@ -14,14 +14,14 @@ this process and on the same machine:
   (``SentenceSplitter(1024, 200)``), file metadata embedded as the reader leaves it, vector top 10.
 - **LlamaIndex tuned**: the page text with table cells kept apart (`` | `` between cells, a line
   per row and per block, page chrome, scripts and styles dropped), the title as the only embedded
-  metadata, ``SentenceSplitter(LLAMAINDEX_CHUNK, 20)``, vector + BM25 (``llama-index-retrievers-bm25``)
+  metadata, ``SentenceSplitter(size, 20)``, vector + BM25 (``llama-index-retrievers-bm25``)
   fused by ``QueryFusionRetriever`` in reciprocal-rank mode (``num_queries=1`` and a ``MockLLM``:
   no query rewriting, no OpenAI package), 20 hits from each.
 - **LangChain out of the box**: ``BSHTMLLoader`` (cells joined with "", its default),
   ``RecursiveCharacterTextSplitter()`` defaults (4,000 characters, overlap 200),
   ``InMemoryVectorStore``, vector top 10.
 - **LangChain tuned**: the same page text as LlamaIndex tuned, the title in front of every chunk,
-  ``RecursiveCharacterTextSplitter(LANGCHAIN_CHUNK, LANGCHAIN_CHUNK // 10)``, vector + BM25
+  ``RecursiveCharacterTextSplitter(size, size // 10)``, vector + BM25
   (``BM25Retriever`` over lower-cased ``\\w+`` words: its default splits on whitespace and is
   case-sensitive) fused by ``langchain_classic``'s ``EnsembleRetriever`` (reciprocal rank), 20 hits
   from each.
@@ -40,8 +40,20 @@ index MB, R@10, MRR@10, 2-hop All@10 on multi-hop sets, p50 ms per query; then l
 best tuned peer. Writes run files, scores and ``results.json`` to ``--out`` (default temporary).
 
 Chunk sizes: ``--sweep`` builds each tuned peer at every size of its grid on each set and prints
-R@10, MRR@10 and 2-hop All@10 per size; the defaults below are what it chose (numbers in
-README.md's "Benchmarks" section).
+R@10, MRR@10 and 2-hop All@10 per size; ``TUNED_CHUNK`` holds what it chose on each set, so each
+tuned peer runs at its best size there. The sweep of 2026-11-26 (score.py, component level;
+R@10 / MRR@10, and 2-hop All@10 on hybridqa-dev):
+
+    LlamaIndex tuned      wtq-dev            hybridqa-dev
+      64 tokens           0.420 / 0.251      0.674 / 0.474 / 0.412
+      128                 0.502 / 0.283      0.744 / 0.512 / 0.529   (chosen there)
+      256                 0.522 / 0.293      0.674 / 0.458 / 0.324   (chosen on wtq-dev)
+      512                 0.399 / 0.234      0.640 / 0.479 / 0.265
+    LangChain tuned
+      250 characters      0.526 / 0.300      0.593 / 0.429 / 0.353   (chosen on wtq-dev)
+      500                 0.509 / 0.268      0.686 / 0.416 / 0.441   (chosen there)
+      1000                0.403 / 0.245      0.651 / 0.368 / 0.382
+      2000                0.290 / 0.151      0.558 / 0.351 / 0.265
 
 Install the peers once (a bench-only extra; laminae never imports these packages), then run:
 
@@ -85,9 +97,12 @@ THREADS = len(os.sched_getaffinity(0))
 LOCAL = "http://127.0.0.1:8000/"  # the host the sets' pages.jsonl gives their local URLs
 K = 10
 FUSION_DEPTH = 20  # hits each retriever of a tuned peer hands to the fusion
-LLAMAINDEX_CHUNK = 256  # tokens (SentenceSplitter's unit), chosen by --sweep
-LANGCHAIN_CHUNK = 1000  # characters (RecursiveCharacterTextSplitter's unit), chosen by --sweep
 SWEEP = {"LlamaIndex tuned": (64, 128, 256, 512), "LangChain tuned": (250, 500, 1000, 2000)}
+# The tuned peers' chunk sizes, as --sweep chose them on each set (the best 2-hop All@10, then R@10,
+# then MRR@10); another set gets the size with the best R@10 over the two sets together.
+# LlamaIndex in tokens (SentenceSplitter's unit), LangChain in characters (RecursiveCharacterTextSplitter's).
+TUNED_CHUNK = {"LlamaIndex tuned": {"wtq-dev": 256, "hybridqa-dev": 128, None: 128},
+               "LangChain tuned": {"wtq-dev": 250, "hybridqa-dev": 500, None: 500}}
 BLOCKS = ("p", "div", "li", "ul", "ol", "dl", "dt", "dd", "tr", "table", "caption", "h1", "h2", "h3", "h4",
           "h5", "h6", "figure", "figcaption", "blockquote", "pre", "section", "article", "main", "body")
 
@@ -218,14 +233,13 @@ def page_text(html: str) -> tuple[str, str]:
     for cell in soup.find_all(["td", "th"]):
         cell.append(" | ")
     for br in soup.find_all("br"):
-        br.replace_with("\n")
-    for block in soup.find_all(BLOCKS):
-        block.insert_before("\n")
-        block.append("\n")
+        br.replace_with("\x00")
+    for block in soup.find_all(BLOCKS):  # line breaks of our own; the source's whitespace is one space
+        block.insert_before("\x00")
+        block.append("\x00")
     lines = []
-    for line in soup.get_text().splitlines():
-        line = re.sub(r"\s+", " ", line)
-        line = re.sub(r"\|(\s*\|)+", "|", line).strip(" |")
+    for line in re.sub(r"\s+", " ", soup.get_text()).split("\x00"):
+        line = re.sub(r"\|( *\|)+", "|", line).strip(" |")
         if line:
             lines.append(line)
     return title, "\n".join(lines)
@@ -252,6 +266,7 @@ def import_peers() -> None:
     import torch
 
     torch.set_num_threads(THREADS)
+    warnings.filterwarnings("ignore", message=".*langchain-community.* sunset")
     try:
         import langchain_classic.retrievers  # noqa: F401
         import langchain_community.document_loaders  # noqa: F401
@@ -313,7 +328,7 @@ def llamaindex_tuned(bench: BenchSet, work: Path, size: int) -> tuple[Callable, 
     index = VectorStoreIndex(nodes, embed_model=embed)
     bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=FUSION_DEPTH)
     index.storage_context.persist(persist_dir=str(work))
-    bm25.persist(str(work / "bm25"))
+    bm25.persist(str(work / "bm25"), show_progress=False)
     fusion = QueryFusionRetriever([index.as_retriever(similarity_top_k=FUSION_DEPTH), bm25], llm=MockLLM(),
                                   mode="reciprocal_rerank", similarity_top_k=K, num_queries=1, use_async=False)
 
@@ -371,20 +386,25 @@ def langchain_tuned(bench: BenchSet, work: Path, size: int) -> tuple[Callable, i
     return query, len(chunks)
 
 
-PEERS: dict[str, tuple[Callable, int]] = {
-    "LlamaIndex out of the box": (llamaindex_oob, 1024),
-    "LlamaIndex tuned": (llamaindex_tuned, LLAMAINDEX_CHUNK),
-    "LangChain out of the box": (langchain_oob, 4000),
-    "LangChain tuned": (langchain_tuned, LANGCHAIN_CHUNK),
+PEERS: dict[str, Callable] = {
+    "LlamaIndex out of the box": llamaindex_oob,  # SentenceSplitter's defaults: 1024 tokens, overlap 200
+    "LlamaIndex tuned": llamaindex_tuned,
+    "LangChain out of the box": langchain_oob,  # RecursiveCharacterTextSplitter's: 4000 characters, overlap 200
+    "LangChain tuned": langchain_tuned,
 }
 
 
+def chunk_size(label: str, bench: str) -> int:
+    sizes = TUNED_CHUNK.get(label, {})
+    return sizes.get(bench, sizes.get(None, 0))
+
+
 def run_peer(bench: BenchSet, label: str, size: int, out: Path) -> Row:
-    build, _ = PEERS[label]
+    build = PEERS[label]
     work = out / re.sub(r"[^A-Za-z0-9]+", "_", f"index-{bench.name}-{label}-{size}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    log(f"{bench.name}: {label} (chunk {size}): reading {len(bench.files)} pages, splitting, embedding ...")
+    log(f"{bench.name}: {label}{f' (chunk {size})' if size else ''}: reading {len(bench.files)} pages, splitting, embedding ...")
     started = time.perf_counter()
     query, embedded = build(bench, work, size)
     seconds = time.perf_counter() - started
@@ -570,9 +590,10 @@ def main() -> int:
             results[bench.name] = {"sweep": sweep(bench, out, args.smoke)}
             continue
         rows = laminae_rows(bench, out)
-        for label, (_, size) in PEERS.items():
+        for label in PEERS:
+            size = chunk_size(label, bench.name)
             row = run_peer(bench, label, size, out)
-            if label.endswith("tuned"):
+            if size:
                 row.label = f"{label} ({size} {'tokens' if 'Llama' in label else 'chars'})"
             rows.append(row)
         ratios = print_table(bench, rows)
