@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import laminae
+import laminae.query
 from laminae.flows.cli import main
 from laminae.flows.demo import SiteServer
 from laminae.schemas.storage import MANIFEST_DIR
@@ -190,11 +191,11 @@ def test_terminal_search_get_and_hop(demo, tmp_path):
     code, out, _ = _cli("search", "rye bread baked for a whole day", "--index", index, "--k", "2")
     assert code == 0 and hits[0]["id"] in out and hits[0]["title"] in out  # the readable form
 
-    def no_model(self, text):
+    def no_model(embedder):
         raise laminae.QueryModelError("string queries need the index's embedder: install the ml extra")
 
     with pytest.MonkeyPatch.context() as patch:  # a machine without the ml extra: one line, no traceback
-        patch.setattr(laminae.Index, "embed_query", no_model)
+        patch.setattr(laminae.query, "load_query_model", no_model)  # where the reader loads the builder's model
         code, out, err = _cli("search", "rye", "--index", index)
     assert code == 2 and not out and err.strip() == "error: string queries need the index's embedder: install the ml extra"
 
