@@ -36,8 +36,9 @@ temporary folder (its size is the index bytes); laminae's are the whole ``lamina
 Every run file lists, per question, the top 10 items as ``{"doc_url", "text"}`` (a peer's chunk
 text as stored, a laminae hit's text) and is scored by the set's own ``score.py`` at component
 level. Prints per set and row: build seconds, pages/s, items embedded (laminae: its nodes),
-index MB, R@10, MRR@10, 2-hop All@10 on multi-hop sets, p50 ms per query; then laminae over the
-best tuned peer. Writes run files, scores and ``results.json`` to ``--out`` (default temporary).
+index MB, R@10, MRR@10, 2-hop All@10 on multi-hop sets, p50 ms per query, and the 1-minute load
+average when its build ended (the machine may be shared: read its seconds with it); then laminae
+over the best tuned peer. Writes run files, scores and ``results.json`` to ``--out`` (default temporary).
 
 Chunk sizes: ``--sweep`` builds each tuned peer at every size of its grid on each set and prints
 R@10, MRR@10 and 2-hop All@10 per size; ``TUNED_CHUNK`` holds what it chose on each set, so each
@@ -132,6 +133,7 @@ class Row:
     index_bytes: int | None
     scores: dict
     p50_ms: float
+    load: float  # the 1-minute load average when its build ended
 
     @property
     def all2(self) -> float | None:
@@ -434,11 +436,11 @@ def run_peer(bench: BenchSet, label: str, size: int, out: Path) -> Row:
     log(f"{bench.name}: {label}{f' (chunk {size})' if size else ''}: reading {len(bench.files)} pages, splitting, embedding ...")
     started = time.perf_counter()
     query, embedded = build(bench, work, size)
-    seconds = time.perf_counter() - started
+    seconds, load = time.perf_counter() - started, os.getloadavg()[0]
     log(f"{bench.name}: {label}: {embedded} chunks embedded in {seconds:.1f} s; {len(bench.questions)} questions ...")
     items, p50 = ask(bench, query)
     row = Row(label, seconds, len(bench.files), embedded, disk_bytes(work), score(bench, items, f"{label}-{size}", out),
-              p50)
+              p50, load)
     del query
     gc.collect()
     return row
@@ -451,6 +453,7 @@ def laminae_rows(bench: BenchSet, out: Path) -> list[Row]:
     shutil.rmtree(index_dir, ignore_errors=True)
     log(f"{bench.name}: laminae build (defaults{', --follow-links 1' if bench.multi_hop else ''}) ...")
     seconds = build_index(bench.root, index_dir, 1 if bench.multi_hop else 0)
+    load = os.getloadavg()[0]
     index = laminae.open(str(index_dir))
     stats = index.stats()
     nodes = stats["documents"] + sum(stats["components"].values()) + sum(stats["subcomponents"].values())
@@ -465,7 +468,7 @@ def laminae_rows(bench: BenchSet, out: Path) -> list[Row]:
         items, p50 = ask(bench, move)
         first = not rows
         rows.append(Row(label, seconds if first else None, pages, nodes if first else None, size if first else None,
-                        score(bench, items, label, out), p50))
+                        score(bench, items, label, out), p50, load))
     return rows
 
 
@@ -475,7 +478,7 @@ def print_table(bench: BenchSet, rows: list[Row]) -> dict:
     head += f"{'All@10 2-hop':>14}" if bench.multi_hop else ""
     print(f"\n{bench.name}: {len(bench.questions)} questions, {len(bench.files)} pages read by the peers, "
           f"{'score.py component level' if (bench.source / 'score.py').is_file() else 'page level'}, {THREADS} threads")
-    print(head + f"{'p50 ms':>9}")
+    print(head + f"{'p50 ms':>9}{'load':>7}")
     for r in rows:
         o = r.scores["overall"]
         line = f"{r.label:<34}"
@@ -485,7 +488,7 @@ def print_table(bench: BenchSet, rows: list[Row]) -> dict:
             line += f"{r.build_s:>9.1f}{r.pages / r.build_s:>9.2f}{r.embedded:>10,}{r.index_bytes / 1e6:>10.1f}"
         line += f"{o['R@10']:>8.3f}{o['MRR@10']:>8.3f}"
         line += f"{r.all2 or 0.0:>14.3f}" if bench.multi_hop else ""
-        print(line + f"{r.p50_ms:>9.1f}", flush=True)
+        print(line + f"{r.p50_ms:>9.1f}{r.load:>7.1f}", flush=True)
     ratios = {}
     tuned = [r for r in rows if r.label.endswith("tuned") or "tuned (" in r.label]
     ours = [r for r in rows if r.label.startswith("laminae")]
@@ -509,7 +512,7 @@ def as_json(rows: list[Row]) -> list[dict]:
     return [{"label": r.label, "build_s": r.build_s, "pages": r.pages, "embedded": r.embedded,
              "index_bytes": r.index_bytes, "R@10": r.scores["overall"]["R@10"],
              "MRR@10": r.scores["overall"]["MRR@10"], "All@10_2hop": r.all2, "DocR@10": r.scores["overall"]["DocR@10"],
-             "p50_ms": r.p50_ms} for r in rows]
+             "p50_ms": r.p50_ms, "load": r.load} for r in rows]
 
 
 # -- the smoke set ---------------------------------------------------------------------------------------
