@@ -182,11 +182,12 @@ def prepare(source: Path, work: Path, limit: int) -> BenchSet:
     (root / "urls.txt").write_text("\n".join(seeds) + "\n")
     (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     shutil.copy(source / "pages.jsonl", root / "pages.jsonl")
-    url_of = {}
-    for f in files:
-        url = LOCAL + str(f.relative_to(corpus))
-        url_of[str(f)] = url_of[str(f.resolve())] = url
-    return BenchSet(source.name, source, root, questions, files, url_of)
+    # the peers read the set's own files (a reader that embeds the file path sees the same path
+    # whatever --out is), each known by its page's local URL
+    own = (source / "corpus").resolve()
+    paths = [own / f.relative_to(corpus) for f in files]
+    url_of = {str(p): LOCAL + str(p.relative_to(own)) for p in paths}
+    return BenchSet(source.name, source, root, questions, paths, url_of)
 
 
 def score(bench: BenchSet, items: dict[str, list[dict]], label: str, out: Path) -> dict:
