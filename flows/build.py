@@ -28,7 +28,7 @@ from laminae.stats import table_stats
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
-from laminae.tasks.embed.embedders import configured_model_id, load_embedder
+from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
 from laminae.tasks.embed.upkeep import prune_embedding_cache, reembed_index
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
@@ -81,13 +81,14 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
     store = IndexStore(index)
     meta = store.metadata()
     recorded = (meta or {}).get("embedder")
+    embed = resolve_quantize(settings.embed, (recorded or {}).get("model_id"))
     if (recorded and meta.get("serialization", 1) == SERIALIZATION and not reembed
-            and (reuse or recorded.get("model_id") == configured_model_id(settings.embed))):
+            and (reuse or recorded.get("model_id") == configured_model_id(embed))):
         # no model loaded, but the index's tables are checked and gain the columns added since
         # it was built (edges.anchors, search_terms), else this run's values for them are lost
         store.prepare(recorded)
         return {**recorded, "device": "not loaded"}  # loaded by the first batch that misses the cache
-    embedder = load_embedder(settings.embed)
+    embedder = load_embedder(embed)
     if store.prepare(embedder.info.as_metadata(), reembed=reembed):
         old = (meta or {}).get("embedder", {}).get("model_id")
         count = reembed_index(index, embedder)

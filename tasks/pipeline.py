@@ -31,6 +31,7 @@ from laminae.tasks.embed.embedders import (
     embed_rows,
     load_embedder,
     pixel_key,
+    resolve_quantize,
     split_by_modality,
 )
 from laminae.tasks.nodes.build import DocumentNodes, id_maker
@@ -251,6 +252,7 @@ def batch_embedder(settings: BuildSettings, store: IndexStore):
     """The embedder for a batch: loaded only once a text or picture misses the embedding cache
     when the index already records the configured model (its id and dimension come from there)."""
     recorded = (store.metadata() or {}).get("embedder")
-    if recorded and recorded.get("model_id") == configured_model_id(settings.embed):
-        return LazyEmbedder(settings.embed, recorded)
-    return load_embedder(settings.embed)
+    cfg = resolve_quantize(settings.embed, (recorded or {}).get("model_id"))
+    if recorded and recorded.get("model_id") == configured_model_id(cfg):
+        return LazyEmbedder(cfg, recorded)
+    return load_embedder(cfg)

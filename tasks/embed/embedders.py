@@ -286,9 +286,29 @@ def resolve_backend(cfg: EmbedConfig) -> str:
     return "onnx" if resolve_device(cfg.device) == "cpu" else "sentence-transformers"
 
 
+def resolve_quantize(cfg: EmbedConfig, recorded_model_id: str | None = None) -> EmbedConfig:
+    """``cfg`` with ``quantize`` decided: ``auto`` keeps the vector space of an index that recorded
+    the same model as ``recorded_model_id`` (int8 or not; an int8 index refreshed on a GPU machine
+    is embedded by the int8 graph on CPU), and is int8 for a new index where the model runs on ONNX
+    Runtime, none elsewhere."""
+    if cfg.quantize != "auto":
+        return cfg
+    backend = resolve_backend(cfg)
+    base = cfg.model or DEFAULT_MODEL_ID
+    if recorded_model_id == base + INT8_SUFFIX and backend == "sentence-transformers" and cfg.backend == "auto":
+        log.info("the index holds %s vectors: embedding with the int8 ONNX graph on CPU", recorded_model_id)
+        return cfg.model_copy(update={"quantize": "int8", "backend": "onnx", "device": "cpu"})
+    if recorded_model_id in (base, base + INT8_SUFFIX):
+        int8 = recorded_model_id == base + INT8_SUFFIX and backend == "onnx"
+    else:
+        int8 = backend == "onnx"
+    return cfg.model_copy(update={"quantize": "int8" if int8 else "none"})
+
+
 def load_embedder(cfg: EmbedConfig | None = None):
-    """The embedder the config asks for (see ``resolve_backend``)."""
-    cfg = cfg or EmbedConfig()
+    """The embedder the config asks for (see ``resolve_backend``; ``quantize="auto"`` as for a new
+    index: ``resolve_quantize`` decides it against an existing one)."""
+    cfg = resolve_quantize(cfg or EmbedConfig())
     backend = resolve_backend(cfg)
     if cfg.quantize != "none" and backend != "onnx":
         raise EmbedderConfigError(f"embed.quantize={cfg.quantize!r} needs the onnx backend (the {backend} "
@@ -302,6 +322,7 @@ def load_embedder(cfg: EmbedConfig | None = None):
 
 def configured_model_id(cfg: EmbedConfig) -> str:
     """The ``model_id`` the embedder ``cfg`` asks for reports, without loading it."""
+    cfg = resolve_quantize(cfg)
     quantized = cfg.quantize == "int8" and resolve_backend(cfg) == "onnx"
     return (cfg.model or DEFAULT_MODEL_ID) + (INT8_SUFFIX if quantized else "")
 
@@ -311,8 +332,8 @@ def query_embedder(model_id: str) -> Callable[[str], np.ndarray]:
     ``embedder.model_id``): the reader's one way into the builder's models, so that it never
     parses the builder's model naming."""
     base = model_id.removesuffix(INT8_SUFFIX)
-    int8 = {"backend": "onnx", "quantize": "int8"} if model_id.endswith(INT8_SUFFIX) else {}
-    return load_embedder(EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base, **int8)).embed_query
+    space = {"backend": "onnx", "quantize": "int8"} if model_id.endswith(INT8_SUFFIX) else {"quantize": "none"}
+    return load_embedder(EmbedConfig(model=None if base == DEFAULT_MODEL_ID else base, **space)).embed_query
 
 
 class LazyEmbedder:

@@ -54,7 +54,7 @@ def test_sample_site_builds_every_layer(site_index):
     assert stats["edges"]["contains"] == sum(stats["components"].values()) + sum(stats["subcomponents"].values())
     assert stats["links_to_resolved"] > 20
     assert stats["links_to_unresolved"] >= 2  # the missing page and the off-site link
-    assert stats["embedder"] == {"model_id": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384,
+    assert stats["embedder"] == {"model_id": "sentence-transformers/all-MiniLM-L6-v2#onnx-int8", "dim": 384,
                                  "image_mode": "text_proxy"}
 
 

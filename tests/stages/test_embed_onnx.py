@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import string
 import subprocess
@@ -15,7 +16,15 @@ import pytest
 
 import laminae.tasks.embed.onnx_backend as embed_onnx
 from laminae.tasks.config import EmbedConfig
-from laminae.tasks.embed.embedders import EmbedderConfigError, TextEmbedder, default_model_path
+from laminae.tasks.embed.embedders import (
+    EmbedderConfigError,
+    TextEmbedder,
+    configured_model_id,
+    default_model_path,
+    load_embedder,
+    query_embedder,
+    resolve_quantize,
+)
 from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
 from tests.conftest import ROOT
 
@@ -103,9 +112,11 @@ def test_prompts_are_applied_as_sentence_transformers_does(tmp_path, cache):
     assert float(query @ onnx.embed(["bread"])[0]) < 0.9999  # the query prompt is not the document one
 
 
-def test_int8_vectors_are_close_and_have_their_own_model_id(tiny, cache):
+def test_int8_vectors_are_close_and_have_their_own_model_id(tiny, cache, caplog):
     want = TextEmbedder(cfg(tiny)).embed(TEXTS)
-    int8 = OnnxTextEmbedder(cfg(tiny), quantize=True)
+    with caplog.at_level(logging.INFO):
+        int8 = OnnxTextEmbedder(cfg(tiny), quantize=True)
+    assert not [r.getMessage() for r in caplog.records if r.name == "root"]  # the quantizer's chatter
     assert int8.model_id == tiny + "#onnx-int8" and int8.info.model_id == int8.model_id
     got = int8.embed(TEXTS)
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
@@ -186,3 +197,47 @@ def test_bundled_minilm_matches_torch(cache):
     assert onnx.model_id == "sentence-transformers/all-MiniLM-L6-v2" and onnx.dim == 384
     assert onnx.max_seq_length == 256 and Path(onnx.layout.root) == Path(default_model_path())
     assert (got * want).sum(1).min() > 0.9999
+
+
+def test_auto_quantize_keeps_an_index_vector_space(tiny, cache):
+    int8 = tiny + "#onnx-int8"
+    assert resolve_quantize(cfg(tiny)).quantize == "int8"  # a new index on CPU
+    assert configured_model_id(cfg(tiny)) == int8
+    assert resolve_quantize(cfg(tiny), tiny).quantize == "none"  # built before int8 was the default
+    assert resolve_quantize(cfg(tiny), int8).quantize == "int8"
+    assert resolve_quantize(cfg(tiny), "another/model").quantize == "int8"
+    assert resolve_quantize(cfg(tiny, quantize="none"), int8).quantize == "none"  # said is kept
+    assert resolve_quantize(cfg(tiny, backend="sentence-transformers")).quantize == "none"
+    assert load_embedder(cfg(tiny)).model_id == int8
+    # the reader embeds a question in the space the index recorded
+    assert query_embedder(tiny).__self__.model_id == tiny
+    assert query_embedder(int8).__self__.model_id == int8
+
+
+@pytest.mark.parametrize("recorded", ["fp32", "int8"])
+def test_a_refresh_with_defaults_keeps_the_index_model(tiny, cache, tmp_path, recorded):
+    from laminae.flows.build import prepare_index
+    from laminae.tasks.config import BuildSettings
+    from laminae.tasks.storage.index_store import IndexStore
+
+    embed = cfg(tiny, quantize="none" if recorded == "fp32" else "int8")
+    settings = BuildSettings(embed=embed, detect={"enabled": False})
+    first = prepare_index.fn(str(tmp_path / "index"), settings)
+    assert first["model_id"] == load_embedder(embed).model_id
+    again = prepare_index.fn(str(tmp_path / "index"), BuildSettings(embed=cfg(tiny), detect={"enabled": False}))
+    assert again["model_id"] == first["model_id"] and again["device"] == "not loaded"
+    assert IndexStore(str(tmp_path / "index")).metadata()["embedder"]["model_id"] == first["model_id"]
+
+
+def test_reembed_moves_an_fp32_index_to_int8(tiny, cache, tmp_path):
+    from laminae.flows.build import prepare_index
+    from laminae.tasks.config import BuildSettings
+    from laminae.tasks.storage.index_store import IndexStore
+
+    index = str(tmp_path / "index")
+    prepare_index.fn(index, BuildSettings(embed=cfg(tiny, quantize="none"), detect={"enabled": False}))
+    int8 = BuildSettings(embed=cfg(tiny, quantize="int8"), detect={"enabled": False})
+    with pytest.raises(Exception, match="--reembed"):
+        prepare_index.fn(index, int8)
+    assert prepare_index.fn(index, int8, reembed=True)["model_id"] == tiny + "#onnx-int8"
+    assert IndexStore(index).metadata()["embedder"]["model_id"] == tiny + "#onnx-int8"
