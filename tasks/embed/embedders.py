@@ -298,10 +298,7 @@ def resolve_quantize(cfg: EmbedConfig, recorded_model_id: str | None = None) -> 
     if recorded_model_id == base + INT8_SUFFIX and backend == "sentence-transformers" and cfg.backend == "auto":
         log.info("the index holds %s vectors: embedding with the int8 ONNX graph on CPU", recorded_model_id)
         return cfg.model_copy(update={"quantize": "int8", "backend": "onnx", "device": "cpu"})
-    if recorded_model_id in (base, base + INT8_SUFFIX):
-        int8 = recorded_model_id == base + INT8_SUFFIX and backend == "onnx"
-    else:
-        int8 = backend == "onnx"
+    int8 = backend == "onnx" and recorded_model_id != base
     return cfg.model_copy(update={"quantize": "int8" if int8 else "none"})
 
 
