@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scans import random_lines, scanned_pdf, text_picture  # noqa: E402
 from laminae.schemas.pictures import load_image  # noqa: E402
 from laminae.tasks.config import OcrConfig  # noqa: E402
 from laminae.tasks.parse.ocr import read_lines, recognizer, repair_spacing  # noqa: E402
 from laminae.tasks.parse.pdf import parse_pdf  # noqa: E402
+from tests.support.scans import random_lines, scanned_pdf, text_picture  # noqa: E402
 
 
 def words(text: str) -> list[str]:

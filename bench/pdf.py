@@ -1,6 +1,6 @@
 """Benchmark the PDF parse stage against pymupdf's bare ``get_text()`` on the same pages.
 
-Generates a corpus of multi-page reports in memory (``bench.synthetic_pdf.report_pdf``: headings,
+Generates a corpus of multi-page reports in memory (``tests.support.synthetic_pdf.report_pdf``: headings,
 body text with links, two-column parts, ruled tables and captioned images; running headers and
 page numbers), then times, in the same run and on one core:
 
@@ -26,12 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.synthetic_pdf import report_pdf  # noqa: E402
 from laminae.schemas import document_id  # noqa: E402
 from laminae.tasks.config import ParseConfig  # noqa: E402
 from laminae.tasks.crawl.fetch import FetchResult  # noqa: E402
 from laminae.tasks.nodes.build import build_nodes  # noqa: E402
 from laminae.tasks.parse.pdf import parse_pdf  # noqa: E402
+from tests.support.synthetic_pdf import report_pdf  # noqa: E402
 
 
 def main() -> int:

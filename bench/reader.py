@@ -1,6 +1,6 @@
 """Benchmark the reader's moves on a synthetic index: p50/p95 latency, recall of the compact path, memory.
 
-Writes a synthetic index (``bench.synthetic``, streamed to the tables and the reader snapshot
+Writes a synthetic index (``tests.support.synthetic``, streamed to the tables and the reader snapshot
 ``chunk_documents`` documents at a time) into a temporary directory (or ``--index DIR`` to keep
 and reuse it), then times each move over questions, once per ``--modes`` entry (the reader's
 ``search`` setting: ``exact`` scans every vector, ``compact`` scans sign codes and re-scores a
@@ -157,7 +157,7 @@ def main() -> int:
 
     path = Path(args.index or tempfile.mkdtemp(prefix="laminae-bench-reader-"))
     if not (path / "_manifests" / "LATEST").exists():
-        from bench.synthetic import make_synthetic_index
+        from tests.support.synthetic import make_synthetic_index
 
         start = time.perf_counter()
         sizes = make_synthetic_index(str(path), documents=args.documents, components_per_document=args.components,
@@ -166,7 +166,7 @@ def main() -> int:
         print(f"built {sizes} in {time.perf_counter() - start:.1f} s; generator peak RSS {peak_mb():.0f} MB")
         print("(the numbers below are for a fresh process: run again with --index to measure the reader alone)")
 
-    from bench.synthetic import query_near
+    from tests.support.synthetic import query_near
 
     rng = np.random.default_rng(1)
     n_queries = args.runs * 3

@@ -1,9 +1,10 @@
 """Peak memory of moving a whole index to another embedder (``reembed_index``).
 
-Writes a synthetic index (``bench.synthetic``) into a temporary directory, then re-embeds it in a
-fresh process with a feature-hashing embedder (words hashed into ``--dim`` buckets: no model, so
-the numbers are the pipeline's own memory and time) and prints that process's peak RSS, the
-seconds it took and the rows it embedded. Reads and writes only the temporary directory.
+Writes a synthetic index (``tests.support.synthetic``) into a temporary directory, then
+re-embeds it in a fresh process with a feature-hashing embedder (``tests.support.embedders``:
+words hashed into ``--dim`` buckets, no model, so the numbers are the pipeline's own memory and
+time) and prints that process's peak RSS, the seconds it took and the rows it embedded. Reads
+and writes only the temporary directory.
 
     .venv/bin/python -m bench.reembed --subcomponents 200000
 """
@@ -17,37 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
-import numpy as np
-
-from laminae.tasks.embed.runtime import EmbedderInfo
-
-
-class HashingEmbedder:
-    """Unit vectors from the words of a text hashed into ``dim`` buckets (deterministic)."""
-
-    image_mode = "text_proxy"
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.model_id = f"bench/hashing-{dim}"
-
-    @property
-    def info(self) -> EmbedderInfo:
-        return EmbedderInfo(self.model_id, self.dim, self.image_mode, "cpu")
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.split():
-                out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
-        out[:, 0] += 1e-3  # an empty text still gets a unit vector
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-    def embed_images(self, images: list) -> np.ndarray:
-        raise NotImplementedError("a text embedder")
+from tests.support.embedders import HashingEmbedder
 
 
 def _peak_rss_kib() -> int:
@@ -78,7 +51,7 @@ def main() -> None:
     if args.child:
         _child(args.child, args.dim)
         return
-    from bench.synthetic import make_synthetic_index
+    from tests.support.synthetic import make_synthetic_index
 
     with tempfile.TemporaryDirectory(prefix="laminae-reembed-") as tmp:
         per_doc, per_comp = 10, 10

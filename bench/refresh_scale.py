@@ -1,7 +1,7 @@
 """Benchmark a refresh's bookkeeping on a synthetic index of millions of subcomponents: seconds and peak RSS per stage.
 
 Reads the index at ``--index DIR``; when there is none, writes one there first with
-``bench.synthetic.make_synthetic_index`` (``--documents`` × 10 components × 10 subcomponents, no
+``tests.support.synthetic.make_synthetic_index`` (``--documents`` × 10 components × 10 subcomponents, no
 full-text index). Then it makes the index look like what a build leaves behind where the generator
 does not: a ``fetches`` row per document (1 % of them with a redirect hop, so that link
 resolution reads redirect chains) and an embedding cache holding the cache key of every node plus
@@ -109,7 +109,7 @@ def prepare(index: str, documents: int, stale: float) -> dict:
 
     info: dict = {}
     if not (Path(index) / MANIFEST_DIR / "LATEST").exists():
-        from bench.synthetic import make_synthetic_index
+        from tests.support.synthetic import make_synthetic_index
 
         start = time.perf_counter()
         info["generated"] = make_synthetic_index(index, documents=documents, components_per_document=10,
