@@ -77,6 +77,10 @@ class Timer:
     def total(self, name: str) -> float:
         return sum(self.runs[name])
 
+    def seconds(self) -> dict[str, float]:
+        """Each name's last run, in the order the names were first timed."""
+        return {name: runs[-1] for name, runs in self.runs.items()}
+
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, formats: Mapping[str, str] | None = None,
           ratio_of: str | None = None, reference: int = 0, ratio_title: str = "ratio",

@@ -6,7 +6,7 @@ words hashed into ``--dim`` buckets, no model, so the numbers are the pipeline's
 time) and prints that process's peak RSS, the seconds it took and the rows it embedded. Reads
 and writes only the temporary directory.
 
-    .venv/bin/python -m bench.reembed --subcomponents 200000
+    .venv/bin/python bench/reembed.py --subcomponents 200000
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+if not __package__:  # run as a file: the repository's bench and tests packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.harness import Timer, arguments
 from tests.support.embedders import HashingEmbedder
 
 
@@ -35,15 +38,15 @@ def _peak_rss_kib() -> int:
 def _child(index: str, dim: int) -> None:
     from laminae.tasks.embed.upkeep import reembed_index
 
-    started = time.perf_counter()
-    embedded = reembed_index(index, HashingEmbedder(dim))
-    seconds = time.perf_counter() - started
+    with Timer()("reembed") as lap:
+        embedded = reembed_index(index, HashingEmbedder(dim))
+    seconds = lap.seconds
     peak_mib = _peak_rss_kib() / 1024
     print(json.dumps({"embedded": embedded, "seconds": round(seconds, 1), "peak_rss_mib": round(peak_mib)}))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--subcomponents", type=int, default=200_000)
     parser.add_argument("--dim", type=int, default=384, help="the index's and the new embedder's dimension")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -58,7 +61,7 @@ def main() -> None:
         counts = make_synthetic_index(tmp, documents=max(1, args.subcomponents // (per_doc * per_comp)),
                                       components_per_document=per_doc, subcomponents_per_component=per_comp,
                                       dim=args.dim, text_index=False, snapshot=False)
-        out = subprocess.run([sys.executable, "-m", "bench.reembed", "--child", tmp, "--dim", str(args.dim)],
+        out = subprocess.run([sys.executable, __file__, "--child", tmp, "--dim", str(args.dim)],
                              capture_output=True, text=True, check=True)
         result = json.loads(out.stdout.strip().splitlines()[-1])
         print(json.dumps({**{k: counts[k] for k in ("documents", "components", "subcomponents")}, **result}))

@@ -32,6 +32,8 @@ def test_timer_records_each_run_by_name_and_none_for_a_failed_one():
     assert len(timer.runs["parse"]) == 3 and "embed" not in timer.runs
     timer.runs["parse"] = [0.5, 0.2, 0.4]
     assert (timer.best("parse"), timer.last("parse"), timer.total("parse")) == (0.2, 0.4, pytest.approx(1.1))
+    timer.runs["write"] = [0.1]
+    assert timer.seconds() == {"parse": 0.4, "write": 0.1}
 
 
 def test_table_lines_up_markdown_rows_with_a_ratio_to_the_reference_row():
