@@ -22,13 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from laminae.tasks.config import EmbedConfig  # noqa: E402
-from laminae.tasks.embed.embedders import PROGRESS_CHUNK, TextEmbedder  # noqa: E402
-from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder  # noqa: E402
+from laminae.tasks.config import EmbedConfig
+from laminae.tasks.embed.embedders import PROGRESS_CHUNK, TextEmbedder
+from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
 
 
 def node_texts(index: str, n: int, seed: int = 0) -> list[str]:
