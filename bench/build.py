@@ -16,20 +16,20 @@ Writes only temporary files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from urllib.parse import urljoin
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.corpora import fetch_htmlparser_benchmark  # noqa: E402
-from laminae import flows  # noqa: E402,F401 - Prefect defaults before Prefect is imported
-from laminae.flows.demo import SiteServer  # noqa: E402
+from bench.corpora import fetch_htmlparser_benchmark
+from bench.harness import Timer, arguments, table
+from laminae import flows  # noqa: F401 - Prefect defaults before Prefect is imported
+from laminae.flows.demo import SiteServer
 
 
 def make_mirror(article: Path, corpus: Path, pages: int) -> list[str]:
@@ -115,12 +115,11 @@ def run_build(code: Path, seeds: Path, index: str, settings: dict, out: Path) ->
     import subprocess
 
     env = {**os.environ, "PYTHONPATH": str(code)}
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", CHILD, str(code), str(seeds), index, json.dumps(settings), str(out)],
-                   check=True, cwd=code, env=env)
-    wall = time.perf_counter() - started
+    with Timer()("build") as build:
+        subprocess.run([sys.executable, "-c", CHILD, str(code), str(seeds), index, json.dumps(settings), str(out)],
+                       check=True, cwd=code, env=env)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
-    return json.loads(out.read_text()), wall, peak
+    return json.loads(out.read_text()), build.seconds, peak
 
 
 def floors(index: str) -> dict:
@@ -151,9 +150,10 @@ def floors(index: str) -> dict:
                     readable.append(row["image_key"])
     embedder = load_embedder(EmbedConfig())
     embedder.embed(["warm-up"])
-    started = time.perf_counter()
-    embedder.embed(sorted(texts, key=len, reverse=True))
-    out = {"texts": len(texts), "embed_s": time.perf_counter() - started, "backend": type(embedder).__name__}
+    timer = Timer()
+    with timer("embed"):
+        embedder.embed(sorted(texts, key=len, reverse=True))
+    out = {"texts": len(texts), "embed_s": timer.last("embed"), "backend": type(embedder).__name__}
     raw, cfg = RawStore(index), DetectConfig()
     pictures = [p for p in (load_image(raw.get(k)) for k in dict.fromkeys(keys)) if worth_detecting(p, cfg)]
     out.update(pictures=len(pictures), detect_s=0.0)
@@ -161,17 +161,17 @@ def floors(index: str) -> dict:
     if pictures and weights is not None:
         detector = Detector(cfg, weights)
         detector.detect_many(pictures[:1])
-        started = time.perf_counter()
-        detector.detect_many(pictures)
-        out["detect_s"] = time.perf_counter() - started
+        with timer("detect"):
+            detector.detect_many(pictures)
+        out["detect_s"] = timer.last("detect")
     to_read = [load_image(raw.get(k)) for k in dict.fromkeys(readable)]
     out.update(read=len(to_read), ocr_s=0.0)
     if to_read:
         read_lines(to_read[0], ocr_cfg)
-        started = time.perf_counter()
-        for picture in to_read:
-            read_lines(picture, ocr_cfg)
-        out["ocr_s"] = time.perf_counter() - started
+        with timer("ocr"):
+            for picture in to_read:
+                read_lines(picture, ocr_cfg)
+        out["ocr_s"] = timer.last("ocr")
     return out
 
 
@@ -183,16 +183,14 @@ def report(label: str, summary: dict, wall: float, peak: float) -> None:
     print(f"{label}: status {summary['status']}, {summary['documents_indexed']} documents, {nodes} nodes; "
           f"process {wall:.1f} s, flow {total:.1f} s → {summary['documents_indexed'] / total:.3f} pages/s, "
           f"{nodes / total:.1f} nodes/s; peak RSS {peak:.2f} GB")
-    print("  stage         seconds   share")
-    for stage, value in sorted(secs.items(), key=lambda kv: -kv[1]):
-        if stage != "total":
-            print(f"  {stage:<13} {value:8.2f}  {100 * value / total:5.1f}%")
+    stages = sorted(((k, v) for k, v in secs.items() if k != "total"), key=lambda kv: -kv[1])
+    print(table(["stage", "seconds", "share %"], [(k, v, 100 * v / total) for k, v in stages],
+                formats={"share %": ".1f"}))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, limit=0)
     parser.add_argument("--corpus", help="a bench set folder with corpus/ and urls.txt (e.g. ../shared/bench/wtq-dev)")
-    parser.add_argument("--limit", type=int, default=0, help="build only the first N pages (0: all)")
     parser.add_argument("--reference", help="also build with the code of this git commit, first (A/B)")
     parser.add_argument("--pages", action="append", default=[], help="folder of .html files (repeatable)")
     parser.add_argument("--htmlparser-benchmark", action="store_true", help="add the 258 pages of that npm package")

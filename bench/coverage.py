@@ -63,9 +63,7 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from laminae.tasks.crawl.files import (  # noqa: E402
+from laminae.tasks.crawl.files import (
     FileProblem,
     file_url,
     is_file_url,
@@ -75,8 +73,8 @@ from laminae.tasks.crawl.files import (  # noqa: E402
     real_roots,
     scope_of,
 )
-from laminae.tasks.crawl.seeds import read_seeds  # noqa: E402
-from laminae.tasks.parse.html import ParseError, decode_html, parse_html  # noqa: E402
+from laminae.tasks.crawl.seeds import read_seeds
+from laminae.tasks.parse.html import ParseError, decode_html, parse_html
 
 MAX_CHARS = 4000  # the bound on a component's text (tables and code blocks excepted)
 LONG_KINDS = ("table", "code")

@@ -13,22 +13,22 @@ vectors.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
+if not __package__:  # run as a file: the repository's bench package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from laminae.tasks.config import EmbedConfig  # noqa: E402
-from laminae.tasks.embed.embedders import PROGRESS_CHUNK, TextEmbedder  # noqa: E402
-from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder  # noqa: E402
+from bench.harness import Timer, arguments, table
+from laminae.tasks.config import EmbedConfig
+from laminae.tasks.embed.embedders import PROGRESS_CHUNK, TextEmbedder
+from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
 
 
 def node_texts(index: str, n: int, seed: int = 0) -> list[str]:
@@ -36,8 +36,8 @@ def node_texts(index: str, n: int, seed: int = 0) -> list[str]:
 
     db = lancedb.connect(index)
     pool: dict[str, None] = {}
-    for table in ("subcomponents", "components"):
-        for text in db.open_table(table).to_arrow().column("text").to_pylist():
+    for name in ("subcomponents", "components"):
+        for text in db.open_table(name).to_arrow().column("text").to_pylist():
             if text:
                 pool.setdefault(text)
     texts = list(pool)
@@ -48,21 +48,19 @@ def node_texts(index: str, n: int, seed: int = 0) -> list[str]:
 def run(embedder, texts: list[str]) -> tuple[float, np.ndarray]:
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
     ordered = [texts[i] for i in order]
-    start = time.perf_counter()
-    parts = [embedder.embed(ordered[s:s + PROGRESS_CHUNK]) for s in range(0, len(ordered), PROGRESS_CHUNK)]
-    seconds = time.perf_counter() - start
+    with Timer()("embed") as lap:
+        parts = [embedder.embed(ordered[s:s + PROGRESS_CHUNK]) for s in range(0, len(ordered), PROGRESS_CHUNK)]
+    seconds = lap.seconds
     vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
     vectors[order] = np.concatenate(parts)
     return seconds, vectors
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, threads=0, repeats=2)
     parser.add_argument("--index", default="/tmp/q/wtq")
     parser.add_argument("--texts", type=int, default=3000)
-    parser.add_argument("--threads", type=int, default=0, help="0: the cores this process may run on")
     parser.add_argument("--batch-size", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--cache", help="LAMINAE_CACHE_DIR for the exports (default: a temporary one)")
     args = parser.parse_args()
 
@@ -76,10 +74,11 @@ def main() -> int:
             "onnx int8": lambda: OnnxTextEmbedder(cfg, quantize=True),
         }
         results: dict[str, tuple[float, float, np.ndarray]] = {}
+        timer = Timer()
         for name, build in builders.items():
-            start = time.perf_counter()
-            embedder = build()
-            setup = time.perf_counter() - start
+            with timer(name) as lap:
+                embedder = build()
+            setup = lap.seconds
             best, vectors = min((run(embedder, texts) for _ in range(args.repeats)), key=lambda r: r[0])
             results[name] = (setup, best, vectors)
         script = ("import time; t = time.perf_counter(); from laminae.tasks.config import EmbedConfig; "
@@ -95,13 +94,14 @@ def main() -> int:
     threads = args.threads or len(os.sched_getaffinity(0))
     print(f"{n} node texts from {args.index} (mean {chars:.0f} chars), {embedder.model_id.split('#')[0]}, "
           f"batch {embedder.batch_size}, threads {threads}, best of {args.repeats}")
-    print(f"{'variant':<11} {'setup s':>8} {'texts/s':>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9}")
-    torch_rate = n / results["torch fp32"][1]
     reference = results["torch fp32"][2]
+    rows = []
     for name, (setup, best, vectors) in results.items():
         cos = (vectors * reference).sum(1)
-        print(f"{name:<11} {setup:8.2f} {n / best:9.1f} {n / best / torch_rate:8.2f} "
-              f"{cos.mean():9.5f} {cos.min():9.5f}")
+        rows.append((name, setup, n / best, float(cos.mean()), float(cos.min())))
+    print(table(["variant", "setup s", "texts/s", "cos mean", "cos min"], rows,
+                formats={"texts/s": ".1f", "cos mean": ".5f", "cos min": ".5f"},
+                ratio_of="texts/s", ratio_title="x torch", ratio_format=".2f"))
     print("setup: torch = model load; onnx fp32 = export, check against torch, session; onnx int8 = "
           "quantization of the cached fp32 export, session")
     print(f"onnx fp32 from the cache in a new process (imports included): {reloaded} s")

@@ -35,13 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+import laminae
+from laminae import fusion
+from laminae.index import rrf
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import laminae  # noqa: E402
-from laminae import fusion  # noqa: E402
-from laminae.index import rrf  # noqa: E402
-
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {"wtq-dev": 0, "hybridqa-dev": 1}  # name: --follow-links
 DOCS = {  # docs-dev sites: set name -> (corpus, the folder its pages were indexed from)

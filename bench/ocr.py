@@ -13,21 +13,21 @@ what was read, with the spacing repair on (the default) and off. Writes nothing.
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench and tests packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.scans import random_lines, scanned_pdf, text_picture  # noqa: E402
-from laminae.schemas.pictures import load_image  # noqa: E402
-from laminae.tasks.config import OcrConfig  # noqa: E402
-from laminae.tasks.parse.ocr import read_lines, recognizer, repair_spacing  # noqa: E402
-from laminae.tasks.parse.pdf import parse_pdf  # noqa: E402
+from bench.harness import Timer, arguments
+from laminae.schemas.pictures import load_image
+from laminae.tasks.config import OcrConfig
+from laminae.tasks.parse.ocr import read_lines, recognizer, repair_spacing
+from laminae.tasks.parse.pdf import parse_pdf
+from tests.support.scans import random_lines, scanned_pdf, text_picture
 
 
 def words(text: str) -> list[str]:
@@ -57,20 +57,20 @@ def text_pdf(pages: list[list[str]]) -> bytes:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, seed=13)
     parser.add_argument("--pictures", type=int, default=30)
     parser.add_argument("--pdfs", type=int, default=4)
     parser.add_argument("--pages", type=int, default=3, help="pages per PDF")
-    parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()
     rng = random.Random(args.seed)
     cfg = OcrConfig()
     raw = OcrConfig(repair_spacing=False)
 
-    started = time.perf_counter()
-    recognizer(cfg)
-    repair_spacing("Loadthedictionary")
-    print(f"load: recognizer and dictionary {time.perf_counter() - started:.2f} s")
+    timer = Timer()
+    with timer("load") as load:
+        recognizer(cfg)
+        repair_spacing("Loadthedictionary")
+    print(f"load: recognizer and dictionary {load.seconds:.2f} s")
 
     pictures = []
     for i in range(args.pictures):
@@ -79,13 +79,13 @@ def main() -> None:
         pictures.append((" ".join(lines), load_image(text_picture(lines, font_size=size, chart=i % 3 == 0))))
     found = [0, 0]
     unrepaired = [0, 0]
-    started = time.perf_counter()
-    for expected, picture in pictures:
-        got = " ".join(line.text for line in read_lines(picture, cfg))
-        hit, total = recall(expected, got)
-        found[0] += hit
-        found[1] += total
-    seconds = time.perf_counter() - started
+    with timer("pictures"):
+        for expected, picture in pictures:
+            got = " ".join(line.text for line in read_lines(picture, cfg))
+            hit, total = recall(expected, got)
+            found[0] += hit
+            found[1] += total
+    seconds = timer.last("pictures")
     for expected, picture in pictures:
         hit, total = recall(expected, " ".join(line.text for line in read_lines(picture, raw)))
         unrepaired[0] += hit
@@ -106,18 +106,18 @@ def main() -> None:
     texts = [text_pdf(pages) for pages in documents]
     total_pages = args.pdfs * args.pages
 
-    started = time.perf_counter()
-    for body in texts:
-        parse_pdf(body, "http://bench.test/text.pdf")
-    reference = time.perf_counter() - started
+    with timer("text layer"):
+        for body in texts:
+            parse_pdf(body, "http://bench.test/text.pdf")
+    reference = timer.last("text layer")
     read = [0, 0]
-    started = time.perf_counter()
-    for body, pages in zip(scans, documents, strict=True):
-        parsed = parse_pdf(body, "http://bench.test/scan.pdf", ocr=cfg)
-        hit, total = recall(" ".join(" ".join(p) for p in pages), " ".join(c.text for c in parsed.components))
-        read[0] += hit
-        read[1] += total
-    scanned = time.perf_counter() - started
+    with timer("scanned"):
+        for body, pages in zip(scans, documents, strict=True):
+            parsed = parse_pdf(body, "http://bench.test/scan.pdf", ocr=cfg)
+            hit, total = recall(" ".join(" ".join(p) for p in pages), " ".join(c.text for c in parsed.components))
+            read[0] += hit
+            read[1] += total
+    scanned = timer.last("scanned")
     print(f"scanned PDFs: {total_pages} pages in {scanned:.2f} s = {total_pages / scanned:.2f} pages/s; "
           f"words read {read[0] / read[1]:.3f} of {read[1]}")
     print(f"reference: the same pages with a text layer parse in {reference:.3f} s = "

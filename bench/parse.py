@@ -50,17 +50,18 @@ import io
 import os
 import shutil
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.corpora import fetch_htmlparser_benchmark  # noqa: E402
-from laminae.schemas import document_id  # noqa: E402
-from laminae.tasks.config import ParseConfig, cache_dir  # noqa: E402
+from bench.corpora import fetch_htmlparser_benchmark
+from bench.harness import Timer, arguments, table
+from laminae.schemas import document_id
+from laminae.tasks.config import ParseConfig, cache_dir
 
 KEYS = ("paragraphs", "tables", "table rows", "images")
 TINY = (b"<html><head><title>t</title></head><body><h1>Warm up</h1><p>One sentence. Two sentences.</p>"
@@ -80,9 +81,8 @@ class Page:
 class Tool:
     name: str
     version: str
-    setup_s: float
     run: Callable[[Page], Counter]
-    best: float = float("inf")
+    setup_s: float = 0.0  # imports and one warm-up page, timed by main
     counts: Counter = field(default_factory=Counter)
     failed: dict[str, str] = field(default_factory=dict)
 
@@ -95,7 +95,6 @@ def _version(dist: str) -> str:
 
 
 def setup_laminae() -> Tool:
-    start = time.perf_counter()
     from laminae.tasks.crawl.fetch import FetchResult
     from laminae.tasks.nodes.build import build_nodes
     from laminae.tasks.parse.html import parse_html
@@ -112,11 +111,10 @@ def setup_laminae() -> Tool:
                         "table rows": subs["row"], "sentences": subs["sentence"], "edges": len(nodes.edges)})
 
     run(Page("warm-up", "http://bench.test/warm-up.html", TINY, TINY.decode()))
-    return Tool("laminae parse stage", _version("laminae"), time.perf_counter() - start, run)
+    return Tool("laminae parse stage", _version("laminae"), run)
 
 
 def setup_bs4() -> Tool:
-    start = time.perf_counter()
     from bs4 import BeautifulSoup
 
     def run(page: Page) -> Counter:
@@ -125,8 +123,7 @@ def setup_bs4() -> Tool:
                         "table rows": len(soup.find_all("tr")), "images": len(soup.find_all("img"))})
 
     run(Page("warm-up", "", TINY, TINY.decode()))
-    return Tool("floor: BeautifulSoup(lxml)+find_all", _version("beautifulsoup4"),
-                time.perf_counter() - start, run)
+    return Tool("floor: BeautifulSoup(lxml)+find_all", _version("beautifulsoup4"), run)
 
 
 UNSTRUCTURED_PARAGRAPHS = frozenset({"NarrativeText", "Text", "ListItem"})
@@ -136,7 +133,6 @@ def setup_unstructured() -> Tool:
     for name, value in (("DO_NOT_TRACK", "1"), ("SCARF_NO_ANALYTICS", "true"),
                         ("UNSTRUCTURED_DISABLE_NOTICE", "1")):
         os.environ.setdefault(name, value)
-    start = time.perf_counter()
     import spacy.util
     import unstructured.nlp.tokenize as tokenize
     from unstructured.partition.html import partition_html
@@ -166,7 +162,7 @@ def setup_unstructured() -> Tool:
         return counts
 
     run(Page("warm-up", "", TINY, TINY.decode()))
-    return Tool("unstructured partition_html", _version("unstructured"), time.perf_counter() - start, run)
+    return Tool("unstructured partition_html", _version("unstructured"), run)
 
 
 DOCLING_PARAGRAPHS = frozenset({"paragraph", "text", "list_item"})
@@ -174,7 +170,6 @@ DOCLING_PARAGRAPHS = frozenset({"paragraph", "text", "list_item"})
 
 def setup_docling() -> Tool:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    start = time.perf_counter()
     from docling.datamodel.base_models import ConversionStatus, DocumentStream, InputFormat
     from docling.document_converter import DocumentConverter
 
@@ -199,7 +194,7 @@ def setup_docling() -> Tool:
     run(Page("warm-up.html", "", TINY, TINY.decode()))
     version = _version("docling-slim")
     return Tool("docling DocumentConverter(HTML)", "docling-slim " + version if version != "?" else
-                _version("docling"), time.perf_counter() - start, run)
+                _version("docling"), run)
 
 
 SETUPS: list[tuple[str, Callable[[], Tool], str]] = [
@@ -233,13 +228,11 @@ def load_corpus(args: argparse.Namespace) -> tuple[list[Page], list[str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, limit=0, repeats=2)
     parser.add_argument("--pages", type=Path, action="append", default=[], help="extra folder of *.html files")
     parser.add_argument("--htmlparser-benchmark", type=Path, default=None,
                         help="folder holding the unpacked pages (default: npm pack into the laminae cache)")
     parser.add_argument("--no-htmlparser-benchmark", action="store_true", help="only the --pages folders")
-    parser.add_argument("--limit", type=int, default=0, help="use only the first N pages")
-    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tools", default="laminae,unstructured,docling,bs4",
                         help="comma-separated subset of laminae,unstructured,docling,bs4")
     args = parser.parse_args()
@@ -252,11 +245,15 @@ def main() -> int:
 
     wanted = {t.strip() for t in args.tools.split(",") if t.strip()}
     tools: list[Tool] = []
+    timer = Timer()
     for key, setup, install in SETUPS:
         if key not in wanted:
             continue
         try:
-            tools.append(setup())
+            with timer(f"setup {key}") as lap:
+                tool = setup()
+            tool.setup_s = lap.seconds
+            tools.append(tool)
         except ImportError as exc:
             print(f"skipped {key}: not installed ({exc}); install with: {install}")
     if not tools:
@@ -275,25 +272,21 @@ def main() -> int:
         for tool in tools:
             counts: Counter = Counter()
             failed: dict[str, str] = {}
-            start = time.perf_counter()
-            for page in pages:
-                try:
-                    counts.update(tool.run(page))
-                except Exception as exc:  # a failing page is counted, the run goes on
-                    failed[page.name] = f"{type(exc).__name__}: {exc}"[:160]
-            tool.best = min(tool.best, time.perf_counter() - start)
+            with timer(tool.name):
+                for page in pages:
+                    try:
+                        counts.update(tool.run(page))
+                    except Exception as exc:  # a failing page is counted, the run goes on
+                        failed[page.name] = f"{type(exc).__name__}: {exc}"[:160]
             tool.counts, tool.failed = counts, failed
 
     n = len(pages)
-    base = next((n / t.best for t in tools if t.name.startswith("laminae")), None)
+    laminae_row = next((i for i, t in enumerate(tools) if t.name.startswith("laminae")), None)
     print(f"\nbest of {args.repeats}, one process, {n} pages")
-    print(f"{'tool':<36} {'version':<22} {'pages/s':>8} {'× laminae':>9} {'failed':>6} "
-          + " ".join(f"{k:>10}" for k in KEYS))
-    for tool in tools:
-        rate = n / tool.best
-        ratio = f"{rate / base:9.2f}" if base else f"{'-':>9}"
-        print(f"{tool.name:<36} {tool.version:<22} {rate:8.1f} {ratio} {len(tool.failed):6d} "
-              + " ".join(f"{tool.counts[k]:10d}" for k in KEYS))
+    rows = [(t.name, t.version, n / timer.best(t.name), len(t.failed), *(t.counts[k] for k in KEYS)) for t in tools]
+    print(table(["tool", "version", "pages/s", "failed", *KEYS], rows, formats={"pages/s": ".1f"},
+                ratio_of="pages/s" if laminae_row is not None else None, reference=laminae_row or 0,
+                ratio_title="× laminae", ratio_format=".2f"))
     print()
     for tool in tools:
         other = {k: v for k, v in tool.counts.most_common() if k not in KEYS}

@@ -14,30 +14,29 @@ content).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.corpora import fetch_htmlparser_benchmark  # noqa: E402
-from laminae.tasks.config import BuildSettings, cache_dir  # noqa: E402
-from laminae.tasks.crawl.fetch import FetchResult  # noqa: E402
-from laminae.tasks.parse.isolated import close_pools, worker_pool  # noqa: E402
-from laminae.tasks.parse.pages import parse_documents, parse_page  # noqa: E402
-from laminae.tasks.storage.rawstore import RawStore  # noqa: E402
+from bench.corpora import fetch_htmlparser_benchmark
+from bench.harness import Timer, arguments, table
+from laminae.tasks.config import BuildSettings, cache_dir
+from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.parse.isolated import close_pools, worker_pool
+from laminae.tasks.parse.pages import parse_documents, parse_page
+from laminae.tasks.storage.rawstore import RawStore
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, repeats=2)
     parser.add_argument("--workers", type=int, nargs="+", default=[2])
     parser.add_argument("--batch", type=int, default=64, help="pages per batch (the build's batch_documents)")
     parser.add_argument("--pages", type=Path, action="append", default=[], help="a folder of *.html (repeatable)")
     parser.add_argument("--no-htmlparser-benchmark", action="store_true")
-    parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
     folders = list(args.pages)
@@ -53,29 +52,30 @@ def main() -> int:
         batches = [pages[i : i + args.batch] for i in range(0, len(pages), args.batch)]
         print(f"corpus: {len(pages)} pages in {len(batches)} batches of {args.batch}; {os.cpu_count()} CPU cores")
 
-        def run(workers: int) -> tuple[float, list]:
-            settings = BuildSettings(runner={"parse_workers": workers})
-            best, made = float("inf"), []
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                made = [parse_documents(batch, index, settings, "bench")[0] for batch in batches]
-                best = min(best, time.perf_counter() - start)
-            # node and edge ids derive from their content: equal ids are equal nodes
-            return best, [(d.document, [c["id"] for c in d.components], [x["id"] for x in d.subcomponents],
-                           [e["id"] for e in d.edges]) for docs in made for d in docs]
+        timer = Timer()
 
-        reference, ref_made = run(0)
-        print(f"{'parse_documents':<28} {'pages/s':>9} {'× in-process':>13} {'pool start s':>13}  same nodes")
-        print(f"{'in-process':<28} {len(pages) / reference:9.1f} {1.0:13.2f} {'':>13}  -")
+        def run(name: str, workers: int) -> list:
+            settings = BuildSettings(runner={"parse_workers": workers})
+            made = []
+            for _ in range(args.repeats):
+                with timer(name):
+                    made = [parse_documents(batch, index, settings, "bench")[0] for batch in batches]
+            # node and edge ids derive from their content: equal ids are equal nodes
+            return [(d.document, [c["id"] for c in d.components], [x["id"] for x in d.subcomponents],
+                     [e["id"] for e in d.edges]) for docs in made for d in docs]
+
+        ref_made = run("in-process", 0)
+        rows = [("in-process", len(pages) / timer.best("in-process"), None, "-")]
         for workers in args.workers:
-            start = time.perf_counter()
-            warm = (pages[0], index, BuildSettings(), "warm-up")  # each worker imports the parsers
-            worker_pool(workers).map(parse_page, [warm] * workers * 4)
-            started = time.perf_counter() - start
-            seconds, made = run(workers)
+            name = f"{workers} worker processes"
+            with timer(f"pool start {workers}") as started:
+                warm = (pages[0], index, BuildSettings(), "warm-up")  # each worker imports the parsers
+                worker_pool(workers).map(parse_page, [warm] * workers * 4)
+            made = run(name, workers)
             close_pools()
-            print(f"{f'{workers} worker processes':<28} {len(pages) / seconds:9.1f} {reference / seconds:13.2f} "
-                  f"{started:13.2f}  {made == ref_made}")
+            rows.append((name, len(pages) / timer.best(name), started.seconds, str(made == ref_made)))
+        print(table(["parse_documents", "pages/s", "pool start s", "same nodes"], rows,
+                    formats={"pages/s": ".1f"}, ratio_of="pages/s", ratio_title="× in-process", ratio_format=".2f"))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Benchmark the PDF parse stage against pymupdf's bare ``get_text()`` on the same pages.
 
-Generates a corpus of multi-page reports in memory (``bench.synthetic_pdf.report_pdf``: headings,
+Generates a corpus of multi-page reports in memory (``tests.support.synthetic_pdf.report_pdf``: headings,
 body text with links, two-column parts, ruled tables and captioned images; running headers and
 page numbers), then times, in the same run and on one core:
 
@@ -18,41 +18,41 @@ the reference and what was found.
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench and tests packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.synthetic_pdf import report_pdf  # noqa: E402
-from laminae.schemas import document_id  # noqa: E402
-from laminae.tasks.config import ParseConfig  # noqa: E402
-from laminae.tasks.crawl.fetch import FetchResult  # noqa: E402
-from laminae.tasks.nodes.build import build_nodes  # noqa: E402
-from laminae.tasks.parse.pdf import parse_pdf  # noqa: E402
+from bench.harness import Timer, arguments, table
+from laminae.schemas import document_id
+from laminae.tasks.config import ParseConfig
+from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.parse.pdf import parse_pdf
+from tests.support.synthetic_pdf import report_pdf
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, repeats=3)
     parser.add_argument("--documents", type=int, default=40)
     parser.add_argument("--pages", type=int, default=10, help="at least this many pages per document")
     parser.add_argument("--table-every", type=int, default=3, help="a ruled table in every Nth section")
     parser.add_argument("--image-every", type=int, default=2, help="an image in every Nth section")
     parser.add_argument("--no-tables", action="store_true", help="parse with pdf_tables off")
-    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
     import pymupdf
 
-    start = time.perf_counter()
-    corpus = [report_pdf(pages=args.pages, seed=i, table_every=args.table_every, image_every=args.image_every)
-              for i in range(args.documents)]
+    timer = Timer()
+    with timer("corpus") as generated:
+        corpus = [report_pdf(pages=args.pages, seed=i, table_every=args.table_every, image_every=args.image_every)
+                  for i in range(args.documents)]
     n_pages = sum(pymupdf.open(stream=body, filetype="pdf").page_count for body in corpus)
     size = sum(len(body) for body in corpus)
     print(f"corpus: {len(corpus)} PDFs, {n_pages} pages, {size / 1e6:.1f} MB, generated in "
-          f"{time.perf_counter() - start:.1f} s (a table in every {args.table_every}. section, "
+          f"{generated.seconds:.1f} s (a table in every {args.table_every}. section, "
           f"an image in every {args.image_every}.; a section is about 1.7 pages)")
     cfg = ParseConfig(pdf_tables=not args.no_tables)
     urls = [f"http://127.0.0.1/reports/{i}.pdf" for i in range(len(corpus))]
@@ -86,19 +86,14 @@ def main() -> int:
 
     runs = {"reference: pymupdf get_text()": bare, "parse (parse_pdf)": parse_only,
             "parse + split + explode + edges": stage}
-    best = {name: float("inf") for name in runs}
     found: dict[str, Counter] = {}
     for _ in range(args.repeats):
         for name, fn in runs.items():
-            start = time.perf_counter()
-            found[name] = fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    reference = n_pages / best["reference: pymupdf get_text()"]
-    print(f"{'run':<40} {'pages/s':>9} {'× ref':>7}")
-    for name, seconds in best.items():
-        rate = n_pages / seconds
-        print(f"{name:<40} {rate:9.1f} {rate / reference:7.3f}")
-    split = best["parse + split + explode + edges"] - best["parse (parse_pdf)"]
+            with timer(name):
+                found[name] = fn()
+    print(table(["run", "pages/s"], [(name, n_pages / timer.best(name)) for name in runs],
+                formats={"pages/s": ".1f"}, ratio_of="pages/s", ratio_title="× ref"))
+    split = timer.best("parse + split + explode + edges") - timer.best("parse (parse_pdf)")
     print(f"split + explode + edges alone: {n_pages / split:.1f} pages/s")
     print("found by parse_pdf:", dict(found["parse (parse_pdf)"]))
     print("found by build_nodes:", dict(found["parse + split + explode + edges"]))

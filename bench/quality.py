@@ -32,12 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+import laminae
+from laminae.flows.demo import SiteServer
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import laminae  # noqa: E402
-from laminae.flows.demo import SiteServer  # noqa: E402
-
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {"wtq-dev": {"follow_links": 0}, "hybridqa-dev": {"follow_links": 1}}
 DOCS = {  # docs-dev sites: set name -> (corpus in questions.jsonl, the folder the package installs)

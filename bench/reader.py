@@ -1,6 +1,6 @@
 """Benchmark the reader's moves on a synthetic index: p50/p95 latency, recall of the compact path, memory.
 
-Writes a synthetic index (``bench.synthetic``, streamed to the tables and the reader snapshot
+Writes a synthetic index (``tests.support.synthetic``, streamed to the tables and the reader snapshot
 ``chunk_documents`` documents at a time) into a temporary directory (or ``--index DIR`` to keep
 and reuse it), then times each move over questions, once per ``--modes`` entry (the reader's
 ``search`` setting: ``exact`` scans every vector, ``compact`` scans sign codes and re-scores a
@@ -22,21 +22,22 @@ all subcomponent vectors (the memory-bandwidth floor of an exact scan).
 
 from __future__ import annotations
 
-import argparse
 import resource
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench and tests packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import laminae  # noqa: E402
-from laminae import vectors  # noqa: E402
-from laminae.schemas.storage import snapshot_dir  # noqa: E402
+import laminae
+from bench.harness import Timer, arguments, table
+from laminae import vectors
+from laminae.schemas.storage import snapshot_dir
 
 REFERENCE_BLOCK = 65_536  # subcomponent rows read per block for the exact reference
 
@@ -52,13 +53,13 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def timed(fn, runs: int) -> np.ndarray:
-    out = []
+def timed(fn: Callable[[int], object], runs: int) -> np.ndarray:
+    """Milliseconds of ``fn(i)`` for each of ``runs`` questions."""
+    timer = Timer()
     for i in range(runs):
-        start = time.perf_counter()
-        fn(i)
-        out.append((time.perf_counter() - start) * 1000)
-    return np.array(out)
+        with timer("run"):
+            fn(i)
+    return np.array(timer.runs["run"]) * 1000
 
 
 def exact_reference(snapshot: Path, starts: np.ndarray, queries: np.ndarray, k_docs: int, k_rows: int):
@@ -134,7 +135,7 @@ def moves(index, texts, queries: np.ndarray, anchors: list[str], hop: list[str],
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--documents", type=int, default=10_000)
     parser.add_argument("--components", type=int, default=10, help="per document")
     parser.add_argument("--subcomponents", type=int, default=10, help="per component")
@@ -157,16 +158,16 @@ def main() -> int:
 
     path = Path(args.index or tempfile.mkdtemp(prefix="laminae-bench-reader-"))
     if not (path / "_manifests" / "LATEST").exists():
-        from bench.synthetic import make_synthetic_index
+        from tests.support.synthetic import make_synthetic_index
 
-        start = time.perf_counter()
-        sizes = make_synthetic_index(str(path), documents=args.documents, components_per_document=args.components,
-                                     subcomponents_per_component=args.subcomponents, dim=args.dim,
-                                     topics=args.topics, text_index=not args.no_text)
-        print(f"built {sizes} in {time.perf_counter() - start:.1f} s; generator peak RSS {peak_mb():.0f} MB")
+        with Timer()("build") as build:
+            sizes = make_synthetic_index(str(path), documents=args.documents, components_per_document=args.components,
+                                         subcomponents_per_component=args.subcomponents, dim=args.dim,
+                                         topics=args.topics, text_index=not args.no_text)
+        print(f"built {sizes} in {build.seconds:.1f} s; generator peak RSS {peak_mb():.0f} MB")
         print("(the numbers below are for a fresh process: run again with --index to measure the reader alone)")
 
-    from bench.synthetic import query_near
+    from tests.support.synthetic import query_near
 
     rng = np.random.default_rng(1)
     n_queries = args.runs * 3
@@ -178,9 +179,10 @@ def main() -> int:
         queries = rng.standard_normal((n_queries, args.dim)).astype(np.float32)
         queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     del subs_file
-    start = time.perf_counter()
-    ref_docs, ref_rows = exact_reference(snapshot, np.load(snapshot / "starts2.npy"), queries[:args.runs], 30, 10)
-    print(f"exact reference for recall (blocked reads of the snapshot): {time.perf_counter() - start:.1f} s; "
+    timer = Timer()
+    with timer("exact reference") as reference:
+        ref_docs, ref_rows = exact_reference(snapshot, np.load(snapshot / "starts2.npy"), queries[:args.runs], 30, 10)
+    print(f"exact reference for recall (blocked reads of the snapshot): {reference.seconds:.1f} s; "
           f"peak RSS {peak_mb():.0f} MB")
     anchor_rows = rng.integers(0, int(np.load(snapshot / "starts0.npy").shape[0]) - 1, args.runs)
 
@@ -191,20 +193,20 @@ def main() -> int:
     recall: dict[str, tuple[float, float]] = {}
     for mode in args.modes:
         rss0 = rss_mb()
-        start = time.perf_counter()
-        index = laminae.open(str(path), search=mode)
-        graph = index.graph
-        t_open = time.perf_counter() - start
+        with timer(f"open {mode}") as opened:
+            index = laminae.open(str(path), search=mode)
+            graph = index.graph
+        t_open = opened.seconds
         n_docs, n_comps, n_subs = (len(graph.layers[i].ids) for i in range(3))
         compact = [i for i, lay in enumerate(graph.layers) if lay.compact]
         print(f"[{mode}] index: {n_docs} documents, {n_comps} components, {n_subs} subcomponents, {args.dim}-d; "
               f"layers scanned through codes: {compact or 'none'}")
         print(f"[{mode}] open (manifest + vectors, pointers, ids) {t_open:.2f} s; RSS {rss_mb():.0f} MB "
               f"(+{rss_mb() - rss0:.0f} MB)")
-        start = time.perf_counter()
-        index.documents(queries[-1], k=30, granularity=2)
+        with timer(f"first hop {mode}") as first:
+            index.documents(queries[-1], k=30, granularity=2)
         print(f"[{mode}] first global hop g=2 after open (reads a compact layer's code prefix) "
-              f"{time.perf_counter() - start:.2f} s")
+              f"{first.seconds:.2f} s")
         anchors = [str(graph.layers[0].ids[i]) for i in anchor_rows]
         hop = [h.id for h in index.documents(queries[0], k=30, granularity=0)]
         texts = None
@@ -228,12 +230,11 @@ def main() -> int:
         del index, texts, graph
 
     names = list(dict.fromkeys(name for results in latency.values() for name in results))
-    header = "".join(f" {m + ' p50':>12} {m + ' p95':>12}" for m in latency)
-    print(f"{'operation (ms)':<42}{header}")
-    for name in names:
-        cells = "".join(f" {np.median(r[name]):12.1f} {np.percentile(r[name], 95):12.1f}" if name in r
-                        else f" {'-':>12} {'-':>12}" for r in latency.values())
-        print(f"{name:<42}{cells}")
+    columns = [f"{m} {q}" for m in latency for q in ("p50", "p95")]
+    rows = [(name, *(x for r in latency.values()
+                     for x in ((float(np.median(r[name])), float(np.percentile(r[name], 95))) if name in r
+                               else (None, None)))) for name in names]
+    print(table(["operation (ms)", *columns], rows, formats=dict.fromkeys(columns, ".1f")))
     for mode, (docs_recall, rows_recall) in recall.items():
         print(f"[{mode}] recall against exact: global hop g=2 recall@30 {docs_recall:.3f}; "
               f"dense search layer 2 recall@10 {rows_recall:.3f}")

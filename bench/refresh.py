@@ -11,19 +11,19 @@ temporary files.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import random
 import sys
 import tempfile
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from laminae import flows  # noqa: E402,F401
+from bench.harness import Timer, arguments, table
+from laminae import flows  # noqa: F401 - Prefect's offline defaults before anything imports prefect
 
 WORDS = ["bread", "rye", "wheat", "flour", "oven", "crust", "crumb", "dough", "yeast", "salt", "water", "starter", "loaf", "baker", "market", "stall", "morning", "night", "village", "city", "grain", "mill", "stone", "steam", "heat", "shape", "proof", "bake", "knead", "rise", "sour", "sweet"]
 
@@ -93,9 +93,8 @@ class Site:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, threads=1)
     parser.add_argument("--pages", type=int, default=1000)
-    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
 
     from laminae.flows.build import build_index, refresh_index
@@ -106,26 +105,28 @@ def main() -> int:
         seeds.write_text("\n".join(site.url(n) for n in range(args.pages)) + "\n")
         index = str(Path(tmp) / "index")
         settings = {"embed": {"threads": args.threads}, "crawl": {"respect_robots": False, "per_host_concurrency": 8}}
-        start = time.perf_counter()
-        full = build_index(seeds=str(seeds), index=index, settings=settings)
-        full_s = time.perf_counter() - start
+        timer = Timer()
+        with timer("full build"):
+            full = build_index(seeds=str(seeds), index=index, settings=settings)
         counts = full["counts"]
         nodes = counts["documents"] + sum(counts["components"].values()) + sum(counts["subcomponents"].values())
-        rows = [("full build", full_s, full["embedded"], full["seconds_by_stage"])]
+        runs = [("full build", full)]
         rng = random.Random(0)
         for revision, share in enumerate((0.0, 0.01, 0.10), 1):
             for n in rng.sample(range(args.pages), int(args.pages * share)):
                 site.version[n] = revision
-            start = time.perf_counter()
-            summary = refresh_index(index=index)
-            rows.append((f"refresh, {share:.0%} changed", time.perf_counter() - start, summary["embedded"],
-                         summary["seconds_by_stage"]))
+            name = f"refresh, {share:.0%} changed"
+            with timer(name):
+                runs.append((name, refresh_index(index=index)))
     print(f"{args.pages} pages, {nodes} nodes (documents + components + subcomponents), torch threads {args.threads}")
-    print(f"{'run':<22} {'seconds':>8} {'× full':>7} {'embedded':>9} {'% nodes':>8}   main stages")
-    for name, secs, embedded, stages in rows:
+    rows = []
+    for name, summary in runs:
+        stages = summary["seconds_by_stage"]
         top = sorted(((k, v) for k, v in stages.items() if k != "total"), key=lambda kv: -kv[1])[:3]
-        print(f"{name:<22} {secs:8.1f} {secs / full_s:7.3f} {embedded:9d} {100 * embedded / nodes:7.2f}%   "
-              + ", ".join(f"{k} {v:.1f}" for k, v in top))
+        rows.append((name, timer.last(name), summary["embedded"], 100 * summary["embedded"] / nodes,
+                     ", ".join(f"{k} {v:.1f}" for k, v in top)))
+    print(table(["run", "seconds", "embedded", "% nodes", "main stages"], rows,
+                formats={"seconds": ".1f"}, ratio_of="seconds", ratio_title="× full"))
     return 0
 
 

@@ -1,7 +1,7 @@
 """Benchmark a refresh's bookkeeping on a synthetic index of millions of subcomponents: seconds and peak RSS per stage.
 
 Reads the index at ``--index DIR``; when there is none, writes one there first with
-``bench.synthetic.make_synthetic_index`` (``--documents`` × 10 components × 10 subcomponents, no
+``tests.support.synthetic.make_synthetic_index`` (``--documents`` × 10 components × 10 subcomponents, no
 full-text index). Then it makes the index look like what a build leaves behind where the generator
 does not: a ``fetches`` row per document (1 % of them with a redirect hop, so that link
 resolution reads redirect chains) and an embedding cache holding the cache key of every node plus
@@ -57,12 +57,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a file: the repository's bench and tests packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from laminae.schemas.ids import digest  # noqa: E402
-from laminae.schemas.sql import sql_list  # noqa: E402
-from laminae.schemas.storage import MANIFEST_DIR  # noqa: E402
-from laminae.schemas.tables import NODE_TABLES, TABLES  # noqa: E402
+from bench.harness import Timer, arguments, table
+from laminae.schemas.ids import digest
+from laminae.schemas.sql import sql_list
+from laminae.schemas.storage import MANIFEST_DIR
+from laminae.schemas.tables import NODE_TABLES, TABLES
 
 STAGES = ("diff", "write", "prune", "links", "compact", "text_index", "stats", "snapshot", "cleanup")
 BOOKKEEPING = ("diff", "prune", "links")
@@ -109,13 +111,13 @@ def prepare(index: str, documents: int, stale: float) -> dict:
 
     info: dict = {}
     if not (Path(index) / MANIFEST_DIR / "LATEST").exists():
-        from bench.synthetic import make_synthetic_index
+        from tests.support.synthetic import make_synthetic_index
 
-        start = time.perf_counter()
-        info["generated"] = make_synthetic_index(index, documents=documents, components_per_document=10,
-                                                 subcomponents_per_component=10, text_index=False,
-                                                 topics=max(1, documents // 100))
-        info["generate_s"] = round(time.perf_counter() - start, 1)
+        with Timer()("generate") as generate:
+            info["generated"] = make_synthetic_index(index, documents=documents, components_per_document=10,
+                                                     subcomponents_per_component=10, text_index=False,
+                                                     topics=max(1, documents // 100))
+        info["generate_s"] = round(generate.seconds, 1)
     store = _store(index)
     fetches = store.table("fetches")
     if fetches.count_rows() == 0:
@@ -177,21 +179,17 @@ def stage_diff(index: str, share: float, seed: int) -> tuple[dict, dict]:
                for r in rows]
     del rows
     start_mb = rss_mb()
-    seconds = {}
-    tick = time.perf_counter()
-    previous = store.previous_fetches()
-    seconds["previous_fetches"] = time.perf_counter() - tick
-    tick = time.perf_counter()
-    by_url = store.documents_by_url()
-    seconds["documents_by_url"] = time.perf_counter() - tick
-    tick = time.perf_counter()
-    plan = plan_refresh(results, previous, by_url, 0, False)
-    seconds["plan_refresh"] = time.perf_counter() - tick
-    tick = time.perf_counter()
-    store.upsert("fetches", [fetch_row(r, RUN_ID) for r in plan.unchanged])
-    store.delete_documents(plan.removed)
-    seconds["record_unchanged"] = time.perf_counter() - tick
-    return seconds, {"start_mb": start_mb, "pages": len(results), "changes": dict(plan.changes)}
+    timer = Timer()
+    with timer("previous_fetches"):
+        previous = store.previous_fetches()
+    with timer("documents_by_url"):
+        by_url = store.documents_by_url()
+    with timer("plan_refresh"):
+        plan = plan_refresh(results, previous, by_url, 0, False)
+    with timer("record_unchanged"):
+        store.upsert("fetches", [fetch_row(r, RUN_ID) for r in plan.unchanged])
+        store.delete_documents(plan.removed)
+    return timer.seconds(), {"start_mb": start_mb, "pages": len(results), "changes": dict(plan.changes)}
 
 
 def stage_write(index: str, share: float, seed: int) -> tuple[dict, dict]:
@@ -210,24 +208,26 @@ def stage_write(index: str, share: float, seed: int) -> tuple[dict, dict]:
         ["url", "id"]).limit(None).to_arrow().column(c).to_pylist() for c in ("url", "id")), strict=True))
     doc_ids = [by_url[u] for u in urls if u in by_url]
     start_mb = rss_mb()
-    tick = time.perf_counter()
-    size = BuildSettings().batch_documents
-    new_keys: list[str] = []
-    for lo in range(0, len(doc_ids), size):
-        ids = doc_ids[lo:lo + size]
-        batches = {name: _rows(store, name, ids) for name in ("documents", "components", "subcomponents", "edges")}
-        edited: set[str] = set()
-        for row in batches["subcomponents"]:
-            if row["document_id"] not in edited:
-                edited.add(row["document_id"])
-                row["text"] = row["search_text"] = f"{row['text']} Edited in run {seed}."
-                new_keys.append(cache_key(model_id, embed_text(row)))
-        store.replace_documents(batches, ids)
-    store.upsert("fetches", [fetch_row(FetchResult(url=u, final_url=u, status=200, content_type="text/html",
-                                                   raw_key=new_raw_key(raw_keys[u]), size=20_000), RUN_ID)
-                             for u in urls])
-    _add_cache_keys(store.table("embeddings"), new_keys, model_id)
-    return {"replace_documents": time.perf_counter() - tick}, {"start_mb": start_mb, "documents": len(doc_ids)}
+    timer = Timer()
+    with timer("replace_documents"):
+        size = BuildSettings().batch_documents
+        new_keys: list[str] = []
+        for lo in range(0, len(doc_ids), size):
+            ids = doc_ids[lo:lo + size]
+            batches = {name: _rows(store, name, ids)
+                       for name in ("documents", "components", "subcomponents", "edges")}
+            edited: set[str] = set()
+            for row in batches["subcomponents"]:
+                if row["document_id"] not in edited:
+                    edited.add(row["document_id"])
+                    row["text"] = row["search_text"] = f"{row['text']} Edited in run {seed}."
+                    new_keys.append(cache_key(model_id, embed_text(row)))
+            store.replace_documents(batches, ids)
+        store.upsert("fetches", [fetch_row(FetchResult(url=u, final_url=u, status=200, content_type="text/html",
+                                                       raw_key=new_raw_key(raw_keys[u]), size=20_000), RUN_ID)
+                                 for u in urls])
+        _add_cache_keys(store.table("embeddings"), new_keys, model_id)
+    return timer.seconds(), {"start_mb": start_mb, "documents": len(doc_ids)}
 
 
 def _rows(store, name: str, document_ids: list[str]) -> list[dict]:
@@ -250,11 +250,11 @@ def stage_prune(index: str) -> tuple[dict, dict]:
     embedder = store.metadata()["embedder"]
     before = store.table("embeddings").count_rows()
     start_mb = rss_mb()
-    tick = time.perf_counter()
-    pruned = prune_embedding_cache(index, embedder["model_id"], embedder["image_mode"],
-                                   BuildSettings().embed.cache_slack)
-    return {"prune_embedding_cache": time.perf_counter() - tick}, {"start_mb": start_mb, "cache_rows": before,
-                                                                   "pruned": pruned}
+    timer = Timer()
+    with timer("prune_embedding_cache"):
+        pruned = prune_embedding_cache(index, embedder["model_id"], embedder["image_mode"],
+                                       BuildSettings().embed.cache_slack)
+    return timer.seconds(), {"start_mb": start_mb, "cache_rows": before, "pruned": pruned}
 
 
 def stage_links(index: str) -> tuple[dict, dict]:
@@ -262,17 +262,19 @@ def stage_links(index: str) -> tuple[dict, dict]:
 
     store = _store(index)
     start_mb = rss_mb()
-    tick = time.perf_counter()
-    links = resolve_links(store)
-    return {"resolve_links": time.perf_counter() - tick}, {"start_mb": start_mb, **links}
+    timer = Timer()
+    with timer("resolve_links"):
+        links = resolve_links(store)
+    return timer.seconds(), {"start_mb": start_mb, **links}
 
 
 def stage_compact(index: str) -> tuple[dict, dict]:
     store = _store(index)
     start_mb = rss_mb()
-    tick = time.perf_counter()
-    store.compact_tables()
-    return {"compact_tables": time.perf_counter() - tick}, {"start_mb": start_mb}
+    timer = Timer()
+    with timer("compact_tables"):
+        store.compact_tables()
+    return timer.seconds(), {"start_mb": start_mb}
 
 
 def _disk_gb(index: str) -> float:
@@ -284,19 +286,20 @@ def stage_cleanup(index: str) -> tuple[dict, dict]:
 
     store = _store(index)
     start_mb, before = rss_mb(), _disk_gb(index)
-    tick = time.perf_counter()
-    deleted = store.clean_up(BuildSettings().keep_manifests)
-    return {"clean_up": time.perf_counter() - tick}, {"start_mb": start_mb, "disk_gb_before": before,
-                                                      "disk_gb_after": _disk_gb(index),
-                                                      "versions_deleted": sum(deleted.values())}
+    timer = Timer()
+    with timer("clean_up"):
+        deleted = store.clean_up(BuildSettings().keep_manifests)
+    return timer.seconds(), {"start_mb": start_mb, "disk_gb_before": before, "disk_gb_after": _disk_gb(index),
+                             "versions_deleted": sum(deleted.values())}
 
 
 def stage_text_index(index: str) -> tuple[dict, dict]:
     store = _store(index)
     start_mb = rss_mb()
-    tick = time.perf_counter()
-    store.build_text_indexes()
-    return {"build_text_indexes": time.perf_counter() - tick}, {"start_mb": start_mb}
+    timer = Timer()
+    with timer("build_text_indexes"):
+        store.build_text_indexes()
+    return timer.seconds(), {"start_mb": start_mb}
 
 
 def stage_stats(index: str) -> tuple[dict, dict]:
@@ -304,21 +307,21 @@ def stage_stats(index: str) -> tuple[dict, dict]:
 
     store = _store(index)
     start_mb = rss_mb()
-    tick = time.perf_counter()
-    stats = table_stats({name: store.table(name) for name in TABLES})
-    return {"table_stats": time.perf_counter() - tick}, {"start_mb": start_mb, "documents": stats["documents"]}
+    timer = Timer()
+    with timer("table_stats"):
+        stats = table_stats({name: store.table(name) for name in TABLES})
+    return timer.seconds(), {"start_mb": start_mb, "documents": stats["documents"]}
 
 
 def stage_snapshot(index: str) -> tuple[dict, dict]:
     store = _store(index)
     start_mb = rss_mb()
-    tick = time.perf_counter()
-    version = store.publish(RUN_ID, {"run": {"status": "success", "bench": "refresh_scale"}})
-    seconds = {"publish": time.perf_counter() - tick}
-    tick = time.perf_counter()
-    store.write_snapshot(version)
-    seconds["write_snapshot"] = time.perf_counter() - tick
-    return seconds, {"start_mb": start_mb, "version": version}
+    timer = Timer()
+    with timer("publish"):
+        version = store.publish(RUN_ID, {"run": {"status": "success", "bench": "refresh_scale"}})
+    with timer("write_snapshot"):
+        store.write_snapshot(version)
+    return timer.seconds(), {"start_mb": start_mb, "version": version}
 
 
 def run_stage(args: argparse.Namespace) -> dict:
@@ -328,9 +331,10 @@ def run_stage(args: argparse.Namespace) -> dict:
 
     base_mb = rss_mb()
     if args.stage == "prepare":
-        tick = time.perf_counter()
-        info = prepare(args.index, args.documents, args.stale)
-        seconds, info = {"prepare": time.perf_counter() - tick}, {"start_mb": base_mb, **info}
+        timer = Timer()
+        with timer("prepare"):
+            info = prepare(args.index, args.documents, args.stale)
+        seconds, info = timer.seconds(), {"start_mb": base_mb, **info}
     elif args.stage in ("diff", "write"):
         seconds, info = globals()[f"stage_{args.stage}"](args.index, args.changed, args.seed)
     else:
@@ -352,7 +356,7 @@ def child(args: argparse.Namespace, stage: str) -> tuple[dict | None, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--index", required=True, help="the synthetic index (written there when absent)")
     parser.add_argument("--documents", type=int, default=100_000,
                         help="documents of a new index (× 10 components × 10 subcomponents)")
@@ -391,16 +395,17 @@ def main() -> int:
 
     print(f"refresh with {args.changed:.0%} of the documents changed; one fresh process per stage "
           f"(RSS after imports {results[0].get('import_mb', '?')} MB)")
-    print(f"{'stage':<11} {'seconds':>8} {'start MB':>9} {'peak MB':>8} {'≤ 4 GB':>7}   parts")
+    rows = []
     for r in results:
         if "failed" in r:
-            print(f"{r['stage']:<11} {'failed: ' + r['failed']}")
+            rows.append((r["stage"], None, None, None, "-", f"failed: {r['failed']}"))
             continue
         verdict = ("yes" if r["peak_mb"] <= LIMIT_MB else "NO") if r["stage"] in BOOKKEEPING else "-"
         parts = ", ".join(f"{k} {v:.2f}" for k, v in r["seconds"].items())
         extra = {k: v for k, v in r.items() if k not in ("stage", "seconds", "import_mb", "peak_mb", "start_mb")}
-        print(f"{r['stage']:<11} {sum(r['seconds'].values()):>8.2f} {r['start_mb']:>9.0f} {r['peak_mb']:>8} "
-              f"{verdict:>7}   {parts}  {json.dumps(extra)}")
+        rows.append((r["stage"], sum(r["seconds"].values()), r["start_mb"], r["peak_mb"], verdict,
+                     f"{parts}  {json.dumps(extra)}"))
+    print(table(["stage", "seconds", "start MB", "peak MB", "≤ 4 GB", "parts"], rows, formats={"start MB": ".0f"}))
     return 0
 
 

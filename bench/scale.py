@@ -17,18 +17,17 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+if not __package__:  # run as a file: the repository's bench package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.harness import Timer, arguments, table
 
 
 def one(pages: int, device: str, threads: int) -> dict:
     """Build a corpus of ``pages`` pages in this process; returns the measurements."""
-    sys.path.insert(0, str(HERE.parent))
-    sys.path.insert(0, str(HERE))
-    from refresh import Site
-
+    from bench.refresh import Site
     from laminae import flows  # noqa: F401
     from laminae.flows.build import build_index
 
@@ -38,13 +37,13 @@ def one(pages: int, device: str, threads: int) -> dict:
         seeds.write_text("\n".join(site.url(n) for n in range(pages)) + "\n")
         settings = {"embed": {"device": device, "threads": threads},
                     "crawl": {"respect_robots": False, "per_host_concurrency": 8}}
-        start = time.perf_counter()
-        summary = build_index(seeds=str(seeds), index=str(Path(tmp) / "index"), settings=settings)
-        wall = time.perf_counter() - start
+        timer = Timer()
+        with timer("build") as build:
+            summary = build_index(seeds=str(seeds), index=str(Path(tmp) / "index"), settings=settings)
         size = sum(f.stat().st_size for f in (Path(tmp) / "index").rglob("*") if f.is_file())
     counts = summary["counts"]
     return {
-        "pages": pages, "status": summary["status"], "wall": wall,
+        "pages": pages, "status": summary["status"], "wall": build.seconds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "nodes": counts["documents"] + sum(counts["components"].values()) + sum(counts["subcomponents"].values()),
         "edges": sum(counts["edges"].values()), "index_mb": size / 1e6,
@@ -53,10 +52,8 @@ def one(pages: int, device: str, threads: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, device="cpu", threads=1)
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -75,16 +72,15 @@ def main() -> int:
         r = results[-1]
         print(f"  {pages} pages: {r['wall']:.1f} s, peak {r['peak_rss_mb']:.0f} MB", file=sys.stderr)
 
-    base = results[0]["wall"] / results[0]["pages"]
     stages = sorted({k for r in results for k in r["stages"] if k != "total"},
                     key=lambda k: -results[-1]["stages"].get(k, 0))[:6]
     print(f"device {args.device}, torch threads {args.threads}; one fresh process per build")
-    header = f"{'pages':>6} {'nodes':>8} {'wall s':>8} {'s/1k pages':>10} {'× smallest':>10} {'peak MB':>8} {'index MB':>8}"
-    print(header + "".join(f" {k[:11]:>11}" for k in stages))
-    for r in results:
-        per_k = 1000 * r["wall"] / r["pages"]
-        print(f"{r['pages']:>6} {r['nodes']:>8} {r['wall']:>8.1f} {per_k:>10.1f} {r['wall'] / r['pages'] / base:>10.2f} "
-              f"{r['peak_rss_mb']:>8.0f} {r['index_mb']:>8.1f}" + "".join(f" {r['stages'].get(k, 0):>11.1f}" for k in stages))
+    rows = [(r["pages"], r["nodes"], r["wall"], 1000 * r["wall"] / r["pages"], r["peak_rss_mb"], r["index_mb"],
+             *(r["stages"].get(k, 0.0) for k in stages)) for r in results]
+    print(table(["pages", "nodes", "wall s", "s/1k pages", "peak MB", "index MB", *(k[:11] for k in stages)], rows,
+                formats={"wall s": ".1f", "s/1k pages": ".1f", "peak MB": ".0f", "index MB": ".1f",
+                         **{k[:11]: ".1f" for k in stages}},
+                ratio_of="s/1k pages", ratio_title="× smallest", ratio_format=".2f"))
     return 0
 
 

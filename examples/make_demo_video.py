@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.clips import Scene, scene_video, webvtt  # noqa: E402
+from tests.support.clips import Scene, scene_video, webvtt  # noqa: E402
 
 MEDIA = Path(__file__).resolve().parent / "site" / "media"
 SCENES = [Scene(3, (150, 60, 30), "LOAD"), Scene(3, (40, 110, 170), "STEAM"), Scene(3, (200, 120, 20), "BAKE"),

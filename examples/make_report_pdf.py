@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scans import scanned_pdf, text_picture  # noqa: E402
-from bench.synthetic_pdf import PdfWriter  # noqa: E402
+from tests.support.scans import scanned_pdf, text_picture  # noqa: E402
+from tests.support.synthetic_pdf import PdfWriter  # noqa: E402
 
 SITE = Path(__file__).resolve().parent / "site"
 

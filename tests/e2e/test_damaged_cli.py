@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import laminae
-from bench.synthetic import make_synthetic_index
 from laminae.graph import snapshot_problem
+from tests.support.synthetic import make_synthetic_index
 from tests.unit.test_damaged_index import DIM, OPEN_DAMAGE, SNAPSHOT, SNAPSHOT_DAMAGE
 
 pytestmark = pytest.mark.slow

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 import laminae
-from bench.clips import Scene, scene_video
 from laminae.schemas import document_id
 from tests.conftest import Route, page
 from tests.e2e.test_flow import SETTINGS, build
 from tests.stages.test_deadlines import many_paragraphs, ruled_pdf
 from tests.stages.test_video_deadlines import many_cues
+from tests.support.clips import Scene, scene_video
 
 pytestmark = pytest.mark.slow
 

@@ -352,7 +352,7 @@ def test_follow_links_builds_the_linked_pages(tmp_path, prefect_harness):
 def test_pdfs_become_documents_and_bad_pdfs_are_recorded(server, tmp_path, prefect_harness):
     import pymupdf
 
-    from bench.synthetic_pdf import PdfWriter, png, report_pdf
+    from tests.support.synthetic_pdf import PdfWriter, png, report_pdf
 
     s = server
     w = PdfWriter(title="Quay report")

@@ -30,14 +30,14 @@ from pathlib import Path
 import pytest
 
 import laminae
-from bench.clips import Scene, scene_video
-from bench.scans import text_picture
 from laminae.schemas import document_id
 from laminae.tasks.crawl.files import file_url
 from tests.conftest import ROOT, Route, RouteServer, page
 from tests.stages.test_crawl_scope import gzip_bomb
 from tests.stages.test_deadlines import ruled_pdf
 from tests.stages.test_video_deadlines import many_cues
+from tests.support.clips import Scene, scene_video
+from tests.support.scans import text_picture
 
 pytestmark = pytest.mark.slow
 DEFAULTS = os.environ.get("LAMINAE_TEST_HOSTILE_DEFAULTS") == "1"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 import laminae
-from bench.scans import scanned_pdf, text_picture
 from laminae.tasks.nodes import image_text
 from tests.conftest import Route, page
 from tests.e2e.test_flow import build
+from tests.support.scans import scanned_pdf, text_picture
 
 PICTURE_LINES = ["Marmalade exports by harbour", "Quayside tonnage doubled"]
 SCAN_PAGES = [["Guild minutes of the autumn meeting", "", "The millers agreed a tariff on chestnut flour",

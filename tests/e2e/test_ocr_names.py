@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 import laminae
-from bench.scans import text_picture
 from laminae.schemas import document_id
 from tests.conftest import Route, page
 from tests.e2e.test_flow import SETTINGS, build
+from tests.support.scans import text_picture
 
 pytestmark = pytest.mark.slow
 

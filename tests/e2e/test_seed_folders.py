@@ -8,9 +8,9 @@ import os
 import pytest
 
 import laminae
-from bench.synthetic_pdf import png, report_pdf
 from laminae.schemas import document_id
 from tests.conftest import page
+from tests.support.synthetic_pdf import png, report_pdf
 
 pytestmark = pytest.mark.slow
 SETTINGS = {"crawl": {"backoff": 0.01, "retries": 0}, "embed": {"device": "cpu", "threads": 1}}

@@ -12,9 +12,9 @@ import uuid
 import pytest
 
 import laminae
-from bench.synthetic import make_synthetic_index
 from laminae.snapshots import snapshot_problem
 from tests.e2e.test_object_store import BUCKET, s3  # noqa: F401 - the moto server fixture
+from tests.support.synthetic import make_synthetic_index
 
 pytestmark = pytest.mark.slow
 

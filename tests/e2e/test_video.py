@@ -9,10 +9,10 @@ import logging
 import pytest
 
 import laminae
-from bench.clips import Scene, scene_starts, scene_video, srt, webvtt
 from laminae.schemas import document_id
 from laminae.views import describe
 from tests.conftest import Route, page
+from tests.support.clips import Scene, scene_starts, scene_video, srt, webvtt
 
 pytestmark = pytest.mark.slow
 SETTINGS = {"crawl": {"backoff": 0.01, "retries": 0, "timeout_read": 2.0}, "embed": {"device": "cpu", "threads": 1},

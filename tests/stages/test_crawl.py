@@ -121,8 +121,8 @@ def test_robots_txt_wildcards_and_allow_precedence(server, tmp_path):
 
 
 def test_image_batches_of_a_run_reuse_its_robots_txt_answer(server, tmp_path):
-    from bench.synthetic_pdf import png
     from laminae.tasks.crawl.fetch import fetch_images, host_of
+    from tests.support.synthetic_pdf import png
 
     asked = []
 

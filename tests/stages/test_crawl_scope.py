@@ -184,7 +184,7 @@ def test_a_followed_link_to_a_private_host_is_a_warning(server, tmp_path):
 
 @pytest.mark.parametrize("kind", ["image", "video", "captions"])
 def test_pictures_videos_and_captions_keep_the_scope(server, tmp_path, kind):
-    from bench.synthetic_pdf import png
+    from tests.support.synthetic_pdf import png
 
     hosts = {fetch.host_of(server.base)}
     cfg = fast(allow_hosts=[f"localhost:{port(server)}"])

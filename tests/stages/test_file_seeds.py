@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.synthetic_pdf import png, report_pdf
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.fetch import FetchResult, crawl, extract_links, fetch_images, seed_scope
@@ -18,6 +17,7 @@ from laminae.tasks.refresh import plan_refresh
 from laminae.tasks.storage.batches import crawl_errors
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import page
+from tests.support.synthetic_pdf import png, report_pdf
 
 SECRET = b"the outside secret 7f3a"
 

@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from bench.scans import random_lines, scanned_pdf, text_picture
 from laminae.schemas.pictures import load_image
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import OcrConfig
@@ -18,6 +17,7 @@ from laminae.tasks.nodes.image_text import TEXT_MARK, cache_path, read_image_tex
 from laminae.tasks.parse.ocr import TextLine, read_lines, reading_order, repair_spacing
 from laminae.tasks.parse.pdf import parse_pdf
 from laminae.tasks.storage.rawstore import RawStore
+from tests.support.scans import random_lines, scanned_pdf, text_picture
 
 
 def _words(text: str) -> list[str]:

@@ -9,7 +9,6 @@ import io
 
 import pytest
 
-from bench.clips import Scene, scene_video, webvtt
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import FetchResult, seed_scope
@@ -19,6 +18,7 @@ from laminae.tasks.parse.isolated import close_pools
 from laminae.tasks.parse.pages import parse_documents
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
+from tests.support.clips import Scene, scene_video, webvtt
 
 SCENES = [Scene(3, (200, 40, 40), "MIXING"), Scene(3, (40, 160, 60), "PROVING")]
 CUES = [(0.5, 2.8, "First we mix flour, water and salt."), (3.2, 5.5, "The dough proves for an hour.")]

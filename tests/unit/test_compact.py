@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import laminae
-from bench.synthetic import make_synthetic_index, query_near
 from laminae import vectors
 from laminae.graph import Graph
 from laminae.schemas.storage import snapshot_dir
 from laminae.schemas.tables import NODE_TABLES
+from tests.support.synthetic import make_synthetic_index, query_near
 
 DIM = 384  # the default embedder's size: the recall bounds below hold for 384-bit codes
 

@@ -1,7 +1,7 @@
 """Readers that fail clearly (issue 28): every damaged or missing file on the read path is an
 ``IndexOpenError`` naming the file and the fix, a damaged snapshot is rebuilt from the tables, a
 table version cleaned up under a pinned reader says so, and a query's full-text part is bounded
-in terms. Real indexes (``bench.synthetic``) copied per case and damaged on disk."""
+in terms. Real indexes (``tests.support.synthetic``) copied per case and damaged on disk."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import pyarrow as pa
 import pytest
 
 import laminae
-from bench.synthetic import make_synthetic_index
 from laminae import ranking
 from laminae.query import MAX_QUERY_TERMS, MAX_TERM_CHARS, STOP_WORDS, bounded_query, query_terms
 from laminae.snapshots import snapshot_problem
+from tests.support.synthetic import make_synthetic_index
 
 DIM = 16
 

@@ -89,7 +89,7 @@ def _norm(name: str) -> str:
 
 
 def test_reader_imports_and_runs_without_heavy_packages(tmp_path):
-    from bench.synthetic import make_synthetic_index
+    from tests.support.synthetic import make_synthetic_index
 
     blocked = blocked_imports()
     assert {"torch", "prefect", "pydantic_settings", "PIL", "bs4", "onnxruntime", "prefect_dask"} <= blocked

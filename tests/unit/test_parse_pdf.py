@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bench.synthetic_pdf import LOREM, PdfWriter, png, report_pdf
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.fetch import FetchResult, extract_pdf_links
 from laminae.tasks.nodes.build import build_nodes
 from laminae.tasks.parse.pdf import PdfError, parse_pdf
 from tests.conftest import GOLDEN, ROOT, golden_text
+from tests.support.synthetic_pdf import LOREM, PdfWriter, png, report_pdf
 
 pymupdf = pytest.importorskip("pymupdf")  # part of the build extra: installed by `make test`
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import laminae
-from bench.synthetic import make_synthetic_index
+from tests.support.synthetic import make_synthetic_index
 
 
 @pytest.fixture(scope="module")

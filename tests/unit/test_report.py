@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 import laminae
-from bench.synthetic import make_synthetic_index
+from tests.support.synthetic import make_synthetic_index
 
 BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 31), (32, 63), (64, None)]
 

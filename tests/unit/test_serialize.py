@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 
 import laminae
-from bench.reembed import HashingEmbedder
-from bench.synthetic import make_synthetic_index
 from laminae import fusion
 from laminae.ranking import RRF_K, rrf, term_coverage
 from laminae.schemas import document_id
@@ -28,6 +26,8 @@ from laminae.tasks.nodes.objects import object_rows
 from laminae.tasks.nodes.search_text import SERIALIZATION, embed_text, serialize_document
 from laminae.tasks.parse.html import parse_html
 from tests.conftest import Route, page
+from tests.support.embedders import HashingEmbedder
+from tests.support.synthetic import make_synthetic_index
 
 PAGE = b"""<html><head><title>1969 NFL Draft</title></head><body><h1>1969 NFL Draft</h1>
 <p>The draft was held in New York. It had seventeen rounds.</p>

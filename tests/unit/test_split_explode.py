@@ -66,9 +66,9 @@ def test_sentences_are_exactly_what_pysbd_segment_gives():
 
     import pysbd
 
-    from bench.synthetic_pdf import report_pdf
     from laminae.tasks.nodes.sentences import _sentences
     from laminae.tasks.parse.pdf import parse_pdf
+    from tests.support.synthetic_pdf import report_pdf
 
     site = ROOT / "examples" / "site"
     texts = [c.text for path in sorted(site.glob("*.html"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from bench.clips import Scene, scene_starts, scene_video, srt, webvtt
 from laminae.schemas.storage import IndexFiles
 from laminae.schemas.timecodes import clock
 from laminae.tasks.config import VideoConfig
@@ -21,6 +20,7 @@ from laminae.tasks.nodes.keyframes import (
 from laminae.tasks.nodes.transcripts import CaptionError, Cue, parse_captions, transcript_nodes, windows
 from laminae.tasks.nodes.videos import sidecars
 from laminae.tasks.parse.html import parse_html
+from tests.support.clips import Scene, scene_starts, scene_video, srt, webvtt
 
 CUES = [(0.5, 2.0, "One."), (2.5, 4.25, "Two <i>words</i>."), (61.0, 62.5, "Three &amp; four.")]
 SCENES = [Scene(2, (200, 40, 40), "A"), Scene(2, (40, 160, 60), "B"), Scene(2, (30, 60, 200), "C")]
