@@ -10,7 +10,7 @@ for documents), ``links.npy``, ``component_links.npy`` and ``COMPLETE`` (the nam
 written under a temporary name and renamed into place (an older one moved aside first, or kept
 when it is whole: ``replace_dir``). Vectors and codes are appended to plain
 files (no writable memory map, whose pages would count as the writer's resident memory).
-``Graph.save`` writes through it in one batch; ``bench/synthetic.py`` streams 10M subcomponents.
+``Graph.save`` writes through it in one batch; ``tests/support/synthetic.py`` streams 10M subcomponents.
 """
 
 from __future__ import annotations
