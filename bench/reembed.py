@@ -60,7 +60,7 @@ def _peak_rss_kib() -> int:
 
 
 def _child(index: str, dim: int) -> None:
-    from laminae.tasks.embed.upkeep import reembed_index
+    from laminae.tasks.storage.upkeep import reembed_index
 
     started = time.perf_counter()
     embedded = reembed_index(index, HashingEmbedder(dim))

@@ -22,28 +22,27 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from laminae.flows.runners import make_task_runner, resources
+from laminae.schemas.search_text import SERIALIZATION
 from laminae.schemas.storage import is_remote
-from laminae.schemas.tables import TABLES
+from laminae.schemas.tables import TABLES, error_row
 from laminae.stats import table_stats
+from laminae.tasks import progress
+from laminae.tasks.batches import BatchReport, ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder
-from laminae.tasks.embed.upkeep import prune_embedding_cache, reembed_index
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
-from laminae.tasks.nodes.search_text import SERIALIZATION
 from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools
-from laminae.tasks.parse.pages import error_row
 from laminae.tasks.pipeline import ParsedBatch, parse_batch, process_batch
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
-from laminae.tasks.report import progress
 from laminae.tasks.report.run_report import run_markdown, write_report
-from laminae.tasks.storage.batches import BatchReport, ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
 from laminae.tasks.storage.lease import WriterLease, writer_lease
 from laminae.tasks.storage.rawstore import RawStore
+from laminae.tasks.storage.upkeep import prune_embedding_cache, reembed_index
 
 log = logging.getLogger("laminae.build")
 

@@ -1,6 +1,6 @@
 """The batch pipeline as data: ``STAGES`` (parse → pictures → video → detect → ocr → embed → summarize
 → embed documents), run in order over one batch of fetched pages by ``run_stages``; the result is
-written by ``laminae.tasks.storage.batches.write_batch``.
+written by ``laminae.tasks.batches.write_batch``.
 
 Reads fetch results (raw bodies from the raw store) and, through the stages, the index's stored
 objects, readings and vectors; writes no table: returns the batch's documents with all their
@@ -20,6 +20,10 @@ from functools import cached_property
 
 import numpy as np
 
+from laminae.schemas.search_text import embed_text, serialize_document
+from laminae.schemas.tables import error_row
+from laminae.tasks import progress
+from laminae.tasks.batches import ProcessedBatch
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import FetchResult
 from laminae.tasks.crawl.pictures import attach_images
@@ -36,12 +40,9 @@ from laminae.tasks.embed.embedders import (
 from laminae.tasks.nodes.build import DocumentNodes, id_maker
 from laminae.tasks.nodes.image_text import read_image_text
 from laminae.tasks.nodes.objects import detect_stage
-from laminae.tasks.nodes.search_text import embed_text, serialize_document
+from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.nodes.summaries import summarize_stage
 from laminae.tasks.nodes.videos import add_video_nodes
-from laminae.tasks.parse.pages import error_row, parse_documents
-from laminae.tasks.report import progress
-from laminae.tasks.storage.batches import ProcessedBatch
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 

@@ -23,10 +23,10 @@ from lancedb.index import FTS, BTree
 
 from laminae.pins import pinned_versions
 from laminae.schemas.ids import digest
+from laminae.schemas.search_text import SERIALIZATION
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import MANIFEST_DIR, SNAPSHOT_DIR, IndexFiles, snapshot_dir, storage_options
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
-from laminae.tasks.nodes.search_text import SERIALIZATION
 
 META_FILE = "index.json"
 
@@ -80,9 +80,9 @@ class IndexStore:
         before anything is written to them (rows written with a table's old schema would lose
         those values): a build or refresh calls this every time, a move included.
 
-        Returns True when the caller must move the whole index (``laminae.tasks.embed.upkeep.reembed_index``):
+        Returns True when the caller must move the whole index (``laminae.tasks.storage.upkeep.reembed_index``):
         it holds another model's vectors and ``reembed`` allows the move, or its nodes were
-        serialized by another version of ``laminae.tasks.nodes.search_text`` (always moved).
+        serialized by another version of ``laminae.schemas.search_text`` (always moved).
         """
         meta = self.metadata()
         move = False

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from laminae.schemas.ids import digest
+from laminae.schemas.tables import duplicate_row, error_row
+from laminae.tasks import progress
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
 from laminae.tasks.nodes.build import DocumentNodes
-from laminae.tasks.parse.pages import duplicate_row, error_row
-from laminae.tasks.report import progress
 from laminae.tasks.storage.index_store import IndexStore
 
 
