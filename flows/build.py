@@ -27,7 +27,7 @@ from laminae.schemas.storage import is_remote
 from laminae.schemas.tables import TABLES, error_row
 from laminae.stats import table_stats
 from laminae.tasks import progress
-from laminae.tasks.batches import BatchReport, ProcessedBatch, crawl_errors, fetch_row, write_batch
+from laminae.tasks.batches import ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
@@ -36,7 +36,7 @@ from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
 from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools
-from laminae.tasks.pipeline import ParsedBatch, parse_batch, process_batch
+from laminae.tasks.pipeline import BatchWork, parse_batch, process_batch
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
 from laminae.tasks.report.run_report import run_markdown, write_report
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
@@ -97,18 +97,18 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
 
 @task(name="process-batch", cache_policy=NO_CACHE)
 def process_documents(batch: list[FetchResult], index: str, settings: BuildSettings, run_id: str,
-                      seed_hosts: set[str], parsed: ParsedBatch | None = None) -> ProcessedBatch:
+                      seed_hosts: set[str], parsed: BatchWork | None = None) -> ProcessedBatch:
     """Parse (unless ``parsed``), images, detect, embed, summarize: runs on the flow's process or a
     Dask/Ray worker."""
     return process_batch(batch, index, settings, run_id, seed_hosts, parsed)
 
 
 @task(name="write-batch", cache_policy=NO_CACHE)
-def write_documents(processed: ProcessedBatch, index: str, run_id: str, seen: set[str]) -> BatchReport:
+def write_documents(processed: ProcessedBatch, index: str, run_id: str, seen: set[str]) -> ProcessedBatch:
     """Write one processed batch to the index tables (always in the flow's process, in batch order)."""
-    report = write_batch(processed, index, run_id, seen)
-    IndexStore(index).append("errors", report.errors)
-    return report
+    written = write_batch(processed, index, run_id, seen)
+    IndexStore(index).append("errors", written.errors)
+    return written
 
 
 def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildSettings, run_id: str,
@@ -346,13 +346,13 @@ def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: st
     tick = time.perf_counter()
     try:
         for number, processed in enumerate(_processed_batches(batches, index, cfg, run_id, seed_hosts), 1):
-            report = write_documents(quote(processed), index, run_id, seen)
-            resolved.update(report.resolved)
-            errors.extend(report.errors)
-            seconds.update(report.seconds)
-            totals.update({"indexed": report.documents, "embedded": report.embedded, "reused": report.reused})
+            written = write_documents(quote(processed), index, run_id, seen)
+            resolved.update(written.resolved)
+            errors.extend(written.errors)
+            seconds.update(written.seconds)
+            totals.update({"indexed": written.documents, "embedded": written.embedded, "reused": written.reused})
             log.info("batch %d/%d: %d documents, %d nodes embedded, %d reused (%.1f s)", number, len(batches),
-                     report.documents, report.embedded, report.reused, time.perf_counter() - tick)
+                     written.documents, written.embedded, written.reused, time.perf_counter() - tick)
             tick = time.perf_counter()
     finally:
         close_pools()  # the parse workers, if any, end with the batches
@@ -405,7 +405,7 @@ def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: st
         "embedder": embedder,
     }
     # decided once, under the lease: the runs row and the manifest name the same version
-    version = store.latest_manifest_version() + 1 if status != "failure" else None
+    version = store.next_manifest_version() if status != "failure" else None
     store.append("runs", [{
         "id": run_id, "flow": flow_name, "status": status, "started_at": started_at,
         "finished_at": datetime.now(UTC), "config_hash": cfg.config_hash(),

@@ -83,9 +83,6 @@ class BatchWork:
         return IndexStore(self.index_dir)
 
 
-ParsedBatch = BatchWork  # a batch that went through the stages that read no index table
-
-
 def _parse(work: BatchWork) -> None:
     work.docs, errors = parse_documents(work.results, work.index_dir, work.settings, work.run_id)
     work.errors.extend(errors)
@@ -226,7 +223,7 @@ def run_stages(work: BatchWork, stages: Sequence[Stage]) -> BatchWork:
 
 
 def parse_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                seed_hosts: set[str], stages: Sequence[Stage] = STAGES) -> ParsedBatch:
+                seed_hosts: set[str], stages: Sequence[Stage] = STAGES) -> BatchWork:
     """The stages of one batch that read no index table (parse, fetch its pictures): they may run
     beside the detection, embedding and writing of the batch before it."""
     work = BatchWork(results, index_dir, settings, run_id, seed_hosts)
@@ -234,7 +231,7 @@ def parse_batch(results: list[FetchResult], index_dir: str, settings: BuildSetti
 
 
 def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                  seed_hosts: set[str], parsed: ParsedBatch | None = None,
+                  seed_hosts: set[str], parsed: BatchWork | None = None,
                   stages: Sequence[Stage] = STAGES) -> ProcessedBatch:
     """Every stage of ``stages`` for one batch of fetched pages (after ``parsed``'s, when its
     ``parse_batch`` already ran). Reads the index (embedding and detection caches) and adds page and

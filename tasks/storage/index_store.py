@@ -375,7 +375,7 @@ class IndexStore:
         version = latest
         if any(self.table(name).version != v for name, v in before.items() if name in TABLES):
             extra = {k: v for k, v in previous.items() if k not in ("version", "run_id", "created_at", "tables")}
-            version = self.publish(run_id, {**extra, "compacted_from": latest}, latest + 1)
+            version = self.publish(run_id, {**extra, "compacted_from": latest})
         result = {"manifest_version": version, "published": version != latest, "snapshot": "kept"}
         if self.files.local is not None:
             problem = snapshot_problem(snapshot_dir(str(self.root), version))
@@ -447,12 +447,16 @@ class IndexStore:
         versions = self.manifest_versions()
         return max(number, versions[-1] if versions else 0)
 
+    def next_manifest_version(self) -> int:
+        """The version the next manifest takes: the one after ``latest_manifest_version``. A writer
+        decides it once, under its lease, when its ``runs`` row must name the manifest it publishes."""
+        return self.latest_manifest_version() + 1
+
     def publish(self, run_id: str, extra: dict, version: int | None = None) -> int:
-        """Write manifest ``version`` (default: the next; a writer decides it once, under its lease)
-        naming every table's current version, and point ``LATEST`` at it. The manifest file is
-        created only if absent (a link on a local disk, ``If-None-Match`` on S3): two runs can never
-        publish the same version."""
-        version = self.latest_manifest_version() + 1 if version is None else version
+        """Write manifest ``version`` (default: ``next_manifest_version``) naming every table's
+        current version, and point ``LATEST`` at it. The manifest file is created only if absent (a
+        link on a local disk, ``If-None-Match`` on S3): two runs can never publish the same version."""
+        version = self.next_manifest_version() if version is None else version
         meta = self.metadata() or {}
         manifest = {
             "version": version,
