@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -210,14 +211,23 @@ def ahead_stages(stages: Sequence[Stage] = STAGES) -> int:
     return count
 
 
+@contextmanager
+def timed(seconds: Counter[str], name: str) -> Iterator[None]:
+    """Add the seconds the block takes (raising or not) to ``seconds[name]``: how each stage of a
+    batch (``run_stages``) and each whole-index step of a run (``laminae.flows.build``) is timed,
+    under the names the run summary's ``seconds_by_stage`` reports."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[name] += time.perf_counter() - started
+
+
 def run_stages(work: BatchWork, stages: Sequence[Stage]) -> BatchWork:
     """Run ``stages`` in order on ``work``, timing each under its name."""
     for stage in stages:
-        started = time.perf_counter()
-        try:
+        with timed(work.seconds, stage.name):
             stage.run(work)
-        finally:
-            work.seconds[stage.name] += time.perf_counter() - started
         work.stages_run.append(stage.name)
     return work
 
