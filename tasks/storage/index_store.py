@@ -21,12 +21,14 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree
 
+import laminae
 from laminae.pins import pinned_versions
 from laminae.schemas.ids import digest
 from laminae.schemas.search_text import SERIALIZATION
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import MANIFEST_DIR, SNAPSHOT_DIR, IndexFiles, snapshot_dir, storage_options
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
+from laminae.snapshots import link, prune, snapshot_problem, version_of
 
 META_FILE = "index.json"
 
@@ -280,12 +282,8 @@ class IndexStore:
         ``same_as``: an earlier version with the same node and edge contents, whose snapshot is
         hard-linked instead of rebuilt (a refresh that changed nothing).
         """
-        import laminae
-
         if self.files.local is None:
             return  # snapshots are memory-mapped files: local indexes only
-        from laminae.snapshots import link, snapshot_problem
-
         target = snapshot_dir(str(self.root), version)
         source = snapshot_dir(str(self.root), same_as) if same_as else None
         if source is not None and snapshot_problem(source) is None and not target.exists():
@@ -345,8 +343,6 @@ class IndexStore:
             left = {v["version"] for v in tbl.list_versions()}
             freed[name] = sum(1 for v in stamps if v < oldest[name] and v not in left)
         if self.files.local is not None and kept:
-            from laminae.snapshots import prune, version_of
-
             # the latest manifest's and pinned ones': a reader of another kept manifest that has not
             # mapped its snapshot yet loads its view from the tables
             snapshots = {kept[-1], *(set(kept[:-1]) & pinned_versions(self.files))}
@@ -359,8 +355,6 @@ class IndexStore:
         new manifest with the same contents (its snapshot hard-linked from the last one); write the
         latest manifest's snapshot again if it is missing or damaged; clean up versions before the
         newest ``keep`` manifests. The caller holds the writer lease."""
-        from laminae.snapshots import snapshot_problem
-
         latest = self.latest_manifest_version()
         if latest == 0:
             raise IndexConfigError(f"{self.root} holds no published index: build one with `laminae build`")
