@@ -130,11 +130,11 @@ def floors(index: str) -> dict:
     import lancedb
 
     from laminae.schemas.pictures import load_image, raster_picture
+    from laminae.schemas.search_text import embed_text
     from laminae.tasks.config import DetectConfig, EmbedConfig, OcrConfig
     from laminae.tasks.embed.embedders import load_embedder
     from laminae.tasks.nodes import image_text
     from laminae.tasks.nodes.objects import Detector, resolve_weights, worth_detecting
-    from laminae.tasks.nodes.search_text import embed_text
     from laminae.tasks.parse.ocr import read_lines
     from laminae.tasks.storage.rawstore import RawStore
 

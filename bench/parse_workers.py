@@ -2,7 +2,7 @@
 
 Reads the 258 real-world pages of ``htmlparser-benchmark@1.1.3`` (fetched once into the laminae
 cache, as ``bench/build.py`` does) and/or ``--pages`` folders of ``*.html``; writes them into a
-temporary raw store. Times ``laminae.tasks.parse.pages.parse_documents`` (HTML parse, pysbd sentence
+temporary raw store. Times ``laminae.tasks.nodes.pages.parse_documents`` (HTML parse, pysbd sentence
 splitting, table rows, edges: the build's parse stage) over batches of ``--batch`` pages, in the
 calling process and with each ``--workers`` count; starting a pool is timed apart and left out of
 the rate. Best of ``--repeats`` runs each. Prints pages/s, the ratio to in-process parsing and
@@ -26,8 +26,8 @@ from bench.corpora import fetch_htmlparser_benchmark
 from bench.harness import Timer, arguments, table
 from laminae.tasks.config import BuildSettings, cache_dir
 from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.nodes.pages import parse_documents, parse_page
 from laminae.tasks.parse.isolated import close_pools, worker_pool
-from laminae.tasks.parse.pages import parse_documents, parse_page
 from laminae.tasks.storage.rawstore import RawStore
 
 

@@ -36,7 +36,7 @@ def _peak_rss_kib() -> int:
 
 
 def _child(index: str, dim: int) -> None:
-    from laminae.tasks.embed.upkeep import reembed_index
+    from laminae.tasks.storage.upkeep import reembed_index
 
     with Timer()("reembed") as lap:
         embedded = reembed_index(index, HashingEmbedder(dim))

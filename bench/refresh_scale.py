@@ -106,8 +106,8 @@ def new_raw_key(raw_key: str) -> str:
 # -- preparing the index ---------------------------------------------------------------------------
 def prepare(index: str, documents: int, stale: float) -> dict:
     """Write the synthetic index if there is none, a fetch row per document and the embedding cache."""
+    from laminae.schemas.search_text import EMBED_FIELD, embed_text
     from laminae.tasks.embed.embedders import cache_key
-    from laminae.tasks.nodes.search_text import EMBED_FIELD, embed_text
 
     info: dict = {}
     if not (Path(index) / MANIFEST_DIR / "LATEST").exists():
@@ -163,9 +163,9 @@ def _add_cache_keys(cache, keys: list[str], model_id: str) -> None:
 
 # -- the stages, each run in its own process -------------------------------------------------------
 def stage_diff(index: str, share: float, seed: int) -> tuple[dict, dict]:
+    from laminae.tasks.batches import fetch_row
     from laminae.tasks.crawl.fetch import FetchResult
     from laminae.tasks.refresh import plan_refresh
-    from laminae.tasks.storage.batches import fetch_row
 
     store = _store(index)
     changed = set(changed_urls(store, share, seed))
@@ -193,11 +193,11 @@ def stage_diff(index: str, share: float, seed: int) -> tuple[dict, dict]:
 
 
 def stage_write(index: str, share: float, seed: int) -> tuple[dict, dict]:
+    from laminae.schemas.search_text import embed_text
+    from laminae.tasks.batches import fetch_row
     from laminae.tasks.config import BuildSettings
     from laminae.tasks.crawl.fetch import FetchResult
     from laminae.tasks.embed.embedders import cache_key
-    from laminae.tasks.nodes.search_text import embed_text
-    from laminae.tasks.storage.batches import fetch_row
 
     store = _store(index)
     model_id = store.metadata()["embedder"]["model_id"]
@@ -244,7 +244,7 @@ def _rows(store, name: str, document_ids: list[str]) -> list[dict]:
 
 def stage_prune(index: str) -> tuple[dict, dict]:
     from laminae.tasks.config import BuildSettings
-    from laminae.tasks.embed.upkeep import prune_embedding_cache
+    from laminae.tasks.storage.upkeep import prune_embedding_cache
 
     store = _store(index)
     embedder = store.metadata()["embedder"]

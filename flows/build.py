@@ -14,7 +14,9 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 
 from prefect import flow, task
@@ -22,28 +24,27 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from laminae.flows.runners import make_task_runner, resources
+from laminae.schemas.search_text import SERIALIZATION
 from laminae.schemas.storage import is_remote
-from laminae.schemas.tables import TABLES
+from laminae.schemas.tables import TABLES, error_row
 from laminae.stats import table_stats
+from laminae.tasks import progress
+from laminae.tasks.batches import ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
-from laminae.tasks.embed.upkeep import prune_embedding_cache, reembed_index
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
-from laminae.tasks.nodes.search_text import SERIALIZATION
 from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools
-from laminae.tasks.parse.pages import error_row
-from laminae.tasks.pipeline import ParsedBatch, parse_batch, process_batch
+from laminae.tasks.pipeline import BatchWork, parse_batch, process_batch, timed
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
-from laminae.tasks.report import progress
 from laminae.tasks.report.run_report import run_markdown, write_report
-from laminae.tasks.storage.batches import BatchReport, ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
 from laminae.tasks.storage.lease import WriterLease, writer_lease
 from laminae.tasks.storage.rawstore import RawStore
+from laminae.tasks.storage.upkeep import prune_embedding_cache, reembed_index
 
 log = logging.getLogger("laminae.build")
 
@@ -99,18 +100,18 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
 
 @task(name="process-batch", cache_policy=NO_CACHE)
 def process_documents(batch: list[FetchResult], index: str, settings: BuildSettings, run_id: str,
-                      seed_hosts: set[str], parsed: ParsedBatch | None = None) -> ProcessedBatch:
+                      seed_hosts: set[str], parsed: BatchWork | None = None) -> ProcessedBatch:
     """Parse (unless ``parsed``), images, detect, embed, summarize: runs on the flow's process or a
     Dask/Ray worker."""
     return process_batch(batch, index, settings, run_id, seed_hosts, parsed)
 
 
 @task(name="write-batch", cache_policy=NO_CACHE)
-def write_documents(processed: ProcessedBatch, index: str, run_id: str, seen: set[str]) -> BatchReport:
+def write_documents(processed: ProcessedBatch, index: str, run_id: str, seen: set[str]) -> ProcessedBatch:
     """Write one processed batch to the index tables (always in the flow's process, in batch order)."""
-    report = write_batch(processed, index, run_id, seen)
-    IndexStore(index).append("errors", report.errors)
-    return report
+    written = write_batch(processed, index, run_id, seen)
+    IndexStore(index).append("errors", written.errors)
+    return written
 
 
 def _processed_batches(batches: list[list[FetchResult]], index: str, cfg: BuildSettings, run_id: str,
@@ -290,157 +291,213 @@ def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name:
         return _update(seed_list, index, cfg, flow_name, reembed, run_id, lease)
 
 
+@dataclass
+class _Run:
+    """One build or refresh as ``_update``'s steps hand it on: what it was asked, what it found."""
+
+    seeds: list[Seed]
+    index: str
+    cfg: BuildSettings
+    flow_name: str
+    reembed: bool
+    run_id: str
+    lease: WriterLease
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    t0: float = field(default_factory=time.perf_counter)
+    seconds: Counter[str] = field(default_factory=Counter)  # the summary's seconds_by_stage
+    rebuild_nodes: bool = False
+    embedder: dict = field(default_factory=dict)
+    previous: dict[str, dict] | None = None  # the last run's fetches, on a refresh
+    results: list[FetchResult] = field(default_factory=list)
+    fetched: list[FetchResult] = field(default_factory=list)
+    failed_fetches: list[FetchResult] = field(default_factory=list)
+    pages: list[FetchResult] = field(default_factory=list)  # to parse
+    by_url: dict[str, str] = field(default_factory=dict)  # the documents before a refresh
+    errors: list[dict] = field(default_factory=list)
+    changes: Counter[str] = field(default_factory=Counter)
+    totals: Counter[str] = field(default_factory=Counter)  # indexed, embedded, reused
+    resolved: dict[str, str] = field(default_factory=dict)  # page URL → its document id now
+    pruned: int = 0
+    links: dict = field(default_factory=dict)
+    changed: bool = True  # whether the tables changed (a refresh may change nothing)
+
+    @property
+    def refresh(self) -> bool:
+        return self.flow_name == "refresh"
+
+    @cached_property
+    def store(self) -> IndexStore:
+        return IndexStore(self.index)
+
+
 def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str, reembed: bool, run_id: str,
             lease: WriterLease) -> dict:
-    started_at = datetime.now(UTC)
-    t0 = time.perf_counter()
-    seconds: Counter[str] = Counter()
+    run = _Run(seed_list, index, cfg, flow_name, reembed, run_id, lease)
+    with timed(run.seconds, "load_model"):
+        _prepare(run)
+    _remember_seeds(run)
+    with timed(run.seconds, "crawl"):
+        run.results = crawl_pages(seed_list, index, cfg, run.previous)
+    _plan_pages(run)
+    _write_batches(run)  # its seconds come from the stages (laminae.tasks.pipeline.STAGES) and the writes
+    _remove_superseded(run)
+    with timed(run.seconds, "prune_cache"):
+        run.pruned = prune_cache(index, run.embedder, cfg.embed.cache_slack)
+    with timed(run.seconds, "resolve_links"):
+        run.links = resolve_link_edges(index)
+    run.changed = bool(not run.refresh or run.totals["indexed"] or run.changes["removed"] or run.links["changed"])
+    if run.changed:
+        with timed(run.seconds, "compact"):
+            compact_tables(index)
+        with timed(run.seconds, "text_index"):
+            build_search_indexes(index)
+    summary = _summary(run)
+    _record_and_publish(run, summary)
+    publish_run_report(index, summary, flow_name)
+    log.info("run %s %s: %s", run_id, summary["status"], json.dumps(summary, default=str))
+    return summary
 
-    tick = time.perf_counter()
-    built = IndexStore(index).metadata()
+
+def _prepare(run: _Run) -> None:
+    """Whether this run rebuilds every page's nodes, and the embedder (loaded only where needed)."""
+    built = IndexStore(run.index).metadata()
     # nodes built by another serialization (say, before tables had heading nodes) are rebuilt from
     # their pages, unchanged or not; texts that did not change come from the embedding cache
-    rebuild_nodes = bool(built) and built.get("serialization", 1) != SERIALIZATION
+    run.rebuild_nodes = bool(built) and built.get("serialization", 1) != SERIALIZATION
     if built and built.get("parser", 1) != PARSER_VERSION:
         log.info("the index was parsed by parser version %s, this laminae's is %s: every page is parsed again",
                  built.get("parser", 1), PARSER_VERSION)
-        rebuild_nodes = True
-    embedder = prepare_index(index, cfg, reuse=flow_name == "refresh" and not reembed, reembed=reembed)
-    seconds["load_model"] += time.perf_counter() - tick
-    log.info("run %s: %d seeds → %s (embedder %s on %s)", run_id, len(seed_list), index,
-             embedder["model_id"], embedder["device"])
+        run.rebuild_nodes = True
+    run.embedder = prepare_index(run.index, run.cfg, reuse=run.refresh and not run.reembed, reembed=run.reembed)
 
-    store = IndexStore(index)
-    store.remember(seeds=[{"url": s.url, "annotations": s.annotations, "sitemap": s.sitemap} for s in seed_list],
-                   settings=cfg.model_dump(mode="json"))
-    refresh = flow_name == "refresh"
-    previous = store.previous_fetches() if refresh else None
-    tick = time.perf_counter()
-    results = crawl_pages(seed_list, index, cfg, previous)
-    seconds["crawl"] += time.perf_counter() - tick
-    errors = crawl_errors(results, run_id)
-    fetched = [r for r in results if r.kind not in LISTINGS]  # a folder's listing is no fetch
-    failed_fetches = [r for r in fetched if not r.ok or r.content_type not in PAGE_TYPES]
 
-    pages = pages_of(results)
-    changes: Counter[str] = Counter()
-    if refresh:
-        by_url = store.documents_by_url()
-        plan = plan_refresh(results, previous, by_url, cfg.crawl.follow_links, rebuild_nodes)
-        store.upsert("fetches", [fetch_row(r, run_id) for r in plan.unchanged])
-        pages = plan.parse
+def _remember_seeds(run: _Run) -> None:
+    """The seeds and settings remembered for later refreshes; on a refresh, the last fetches."""
+    log.info("run %s: %d seeds → %s (embedder %s on %s)", run.run_id, len(run.seeds), run.index,
+             run.embedder["model_id"], run.embedder["device"])
+    run.store.remember(seeds=[{"url": s.url, "annotations": s.annotations, "sitemap": s.sitemap} for s in run.seeds],
+                       settings=run.cfg.model_dump(mode="json"))
+    run.previous = run.store.previous_fetches() if run.refresh else None
+
+
+def _plan_pages(run: _Run) -> None:
+    """The pages to parse (on a refresh, those the refresh plan did not keep or remove) and the
+    crawl's problems and failed fetches, recorded."""
+    store = run.store
+    run.errors = crawl_errors(run.results, run.run_id)
+    run.fetched = [r for r in run.results if r.kind not in LISTINGS]  # a folder's listing is no fetch
+    run.failed_fetches = [r for r in run.fetched if not r.ok or r.content_type not in PAGE_TYPES]
+    run.pages = pages_of(run.results)
+    if run.refresh:
+        run.by_url = store.documents_by_url()
+        plan = plan_refresh(run.results, run.previous, run.by_url, run.cfg.crawl.follow_links, run.rebuild_nodes)
+        store.upsert("fetches", [fetch_row(r, run.run_id) for r in plan.unchanged])
+        run.pages = plan.parse
         store.delete_documents(plan.removed)
-        for e in errors:
+        for e in run.errors:
             if e["url"] in plan.gone:
                 e["severity"], e["message"] = "warning", e["message"] + "; the page and its nodes were removed"
-        changes.update(plan.changes)
-    store.append("errors", errors)
-    store.upsert("fetches", [fetch_row(r, run_id) for r in failed_fetches])
+        run.changes.update(plan.changes)
+    store.append("errors", run.errors)
+    store.upsert("fetches", [fetch_row(r, run.run_id) for r in run.failed_fetches])
 
-    seed_hosts = {seed_scope(s.url) for s in seed_list}
-    size = cfg.batch_documents
-    batches = [pages[i : i + size] for i in range(0, len(pages), size)]
+
+def _write_batches(run: _Run) -> None:
+    """The pages in batches through the stages, each written as it comes."""
+    seed_hosts = {seed_scope(s.url) for s in run.seeds}
+    size = run.cfg.batch_documents
+    batches = [run.pages[i : i + size] for i in range(0, len(run.pages), size)]
     for stage in ("parse", "write"):
-        progress.current().expect(stage, len(pages))
+        progress.current().expect(stage, len(run.pages))
     seen: set[str] = set()
-    resolved: dict[str, str] = {}
-    totals: Counter[str] = Counter()
     tick = time.perf_counter()
     try:
-        for number, processed in enumerate(_processed_batches(batches, index, cfg, run_id, seed_hosts), 1):
-            report = write_documents(quote(processed), index, run_id, seen)
-            resolved.update(report.resolved)
-            errors.extend(report.errors)
-            seconds.update(report.seconds)
-            totals.update({"indexed": report.documents, "embedded": report.embedded, "reused": report.reused})
+        for number, processed in enumerate(_processed_batches(batches, run.index, run.cfg, run.run_id, seed_hosts), 1):
+            written = write_documents(quote(processed), run.index, run.run_id, seen)
+            run.resolved.update(written.resolved)
+            run.errors.extend(written.errors)
+            run.seconds.update(written.seconds)
+            run.totals.update({"indexed": written.documents, "embedded": written.embedded, "reused": written.reused})
             log.info("batch %d/%d: %d documents, %d nodes embedded, %d reused (%.1f s)", number, len(batches),
-                     report.documents, report.embedded, report.reused, time.perf_counter() - tick)
+                     written.documents, written.embedded, written.reused, time.perf_counter() - tick)
             tick = time.perf_counter()
     finally:
         close_pools()  # the parse workers, if any, end with the batches
 
-    if refresh:
-        reparsed = {r.url for r in pages}
-        unsettled = unsettled_pages(results, pages, resolved) - set(by_url)
-        superseded = superseded_documents(by_url, resolved, reparsed, unsettled)
-        store.delete_documents(superseded)
-        changes["removed"] += len(superseded)
 
-    tick = time.perf_counter()
-    pruned = prune_cache(index, embedder, cfg.embed.cache_slack)
-    seconds["prune_cache"] += time.perf_counter() - tick
+def _remove_superseded(run: _Run) -> None:
+    """On a refresh, the documents whose pages now belong to another document."""
+    if not run.refresh:
+        return
+    reparsed = {r.url for r in run.pages}
+    unsettled = unsettled_pages(run.results, run.pages, run.resolved) - set(run.by_url)
+    superseded = superseded_documents(run.by_url, run.resolved, reparsed, unsettled)
+    run.store.delete_documents(superseded)
+    run.changes["removed"] += len(superseded)
 
-    tick = time.perf_counter()
-    links = resolve_link_edges(index)
-    seconds["resolve_links"] += time.perf_counter() - tick
-    changed = not refresh or totals["indexed"] or changes["removed"] or links["changed"]
-    if changed:
-        tick = time.perf_counter()
-        compact_tables(index)
-        seconds["compact"] += time.perf_counter() - tick
-        tick = time.perf_counter()
-        build_search_indexes(index)
-        seconds["text_index"] += time.perf_counter() - tick
 
-    status = _status(totals["indexed"] + changes["unchanged"], errors)
-    stats = table_stats({name: store.table(name) for name in TABLES})
+def _summary(run: _Run) -> dict:
+    status = _status(run.totals["indexed"] + run.changes["unchanged"], run.errors)
+    stats = table_stats({name: run.store.table(name) for name in TABLES})
     stats.pop("errors_by_stage")
-    errors_by_stage = Counter(f"{e['stage']}:{e['reason']}" for e in errors if e["severity"] == "error")
-    warnings_by_stage = Counter(f"{e['stage']}:{e['reason']}" for e in errors if e["severity"] == "warning")
-    seconds["total"] = time.perf_counter() - t0
-    summary = {
-        "run_id": run_id,
+    errors_by_stage = Counter(f"{e['stage']}:{e['reason']}" for e in run.errors if e["severity"] == "error")
+    warnings_by_stage = Counter(f"{e['stage']}:{e['reason']}" for e in run.errors if e["severity"] == "warning")
+    run.seconds["total"] = time.perf_counter() - run.t0
+    return {
+        "run_id": run.run_id,
         "status": status,
-        "seeds": len(seed_list),
-        "pages_fetched": len(fetched),
-        "pages_failed": len(failed_fetches),
-        "documents_indexed": totals["indexed"],
-        "embedded": totals["embedded"],
-        "reused_vectors": totals["reused"],
-        "cache_pruned": pruned,
-        "links": links,
-        "changes": dict(changes),
+        "seeds": len(run.seeds),
+        "pages_fetched": len(run.fetched),
+        "pages_failed": len(run.failed_fetches),
+        "documents_indexed": run.totals["indexed"],
+        "embedded": run.totals["embedded"],
+        "reused_vectors": run.totals["reused"],
+        "cache_pruned": run.pruned,
+        "links": run.links,
+        "changes": dict(run.changes),
         "counts": stats,
         "errors_by_stage": dict(errors_by_stage),
         "warnings_by_stage": dict(warnings_by_stage),
-        "seconds_by_stage": {k: round(v, 3) for k, v in seconds.items()},
-        "embedder": embedder,
+        "seconds_by_stage": {k: round(v, 3) for k, v in run.seconds.items()},
+        "embedder": run.embedder,
     }
+
+
+def _record_and_publish(run: _Run, summary: dict) -> None:
+    """The ``runs`` row, then (unless the run failed) the manifest it names, the reader snapshot
+    and the cleanup of older versions."""
+    store, index, run_id = run.store, run.index, run.run_id
     # decided once, under the lease: the runs row and the manifest name the same version
-    version = store.latest_manifest_version() + 1 if status != "failure" else None
+    version = store.next_manifest_version() if summary["status"] != "failure" else None
     store.append("runs", [{
-        "id": run_id, "flow": flow_name, "status": status, "started_at": started_at,
-        "finished_at": datetime.now(UTC), "config_hash": cfg.config_hash(),
+        "id": run_id, "flow": run.flow_name, "status": summary["status"], "started_at": run.started_at,
+        "finished_at": datetime.now(UTC), "config_hash": run.cfg.config_hash(),
         "manifest_version": version, "summary": json.dumps(summary, default=str),
     }])
-    if version is not None:
-        lease.check()
-        summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": cfg.config_hash()},
-                                                    version)
-        store.remember(parser=PARSER_VERSION)
-        # the version is live from here on: what fails below is recorded, the run stands
-        tick = time.perf_counter()
-        try:
-            write_reader_snapshot(index, version, None if changed else version - 1)
-            log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
-        except (OSError, ValueError, MemoryError) as exc:  # the disk, damaged data: not our bugs, which raise
-            log.exception("manifest %d is published, but its reader snapshot could not be written", version)
-            summary["snapshot_error"] = f"{type(exc).__name__}: {exc}"
-            store.append("errors", [after_publish_error(run_id, index, "snapshot", exc,
-                                                        "readers load the view from the tables (slower); "
-                                                        f"`laminae compact --index {index}` writes it again")])
-        tick = time.perf_counter()
-        try:
-            summary["versions_deleted"] = sum(clean_up_versions(index, cfg.keep_manifests).values())
-        except (OSError, ValueError, RuntimeError, IndexConfigError) as exc:  # LanceDB's I/O errors are RuntimeErrors
-            log.exception("manifest %d is published, but older table versions could not be cleaned up", version)
-            summary["cleanup_error"] = f"{type(exc).__name__}: {exc}"
-            store.append("errors", [after_publish_error(run_id, index, "cleanup", exc,
-                                                        f"`laminae compact --index {index}` tries again")])
-        seconds["cleanup"] = time.perf_counter() - tick
-    publish_run_report(index, summary, flow_name)
-    log.info("run %s %s: %s", run_id, status, json.dumps(summary, default=str))
-    return summary
+    if version is None:
+        return
+    run.lease.check()
+    summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": run.cfg.config_hash()},
+                                                version)
+    store.remember(parser=PARSER_VERSION)
+    # the version is live from here on: what fails below is recorded, the run stands
+    tick = time.perf_counter()
+    try:
+        write_reader_snapshot(index, version, None if run.changed else version - 1)
+        log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
+    except (OSError, ValueError, MemoryError) as exc:  # the disk, damaged data: not our bugs, which raise
+        log.exception("manifest %d is published, but its reader snapshot could not be written", version)
+        summary["snapshot_error"] = f"{type(exc).__name__}: {exc}"
+        store.append("errors", [after_publish_error(run_id, index, "snapshot", exc,
+                                                    "readers load the view from the tables (slower); "
+                                                    f"`laminae compact --index {index}` writes it again")])
+    try:
+        summary["versions_deleted"] = sum(clean_up_versions(index, run.cfg.keep_manifests).values())
+    except (OSError, ValueError, RuntimeError, IndexConfigError) as exc:  # LanceDB's I/O errors are RuntimeErrors
+        log.exception("manifest %d is published, but older table versions could not be cleaned up", version)
+        summary["cleanup_error"] = f"{type(exc).__name__}: {exc}"
+        store.append("errors", [after_publish_error(run_id, index, "cleanup", exc,
+                                                    f"`laminae compact --index {index}` tries again")])
 
 
 def after_publish_error(run_id: str, index: str, stage: str, exc: Exception, what_now: str) -> dict:

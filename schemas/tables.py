@@ -2,12 +2,18 @@
 
 Reads and writes nothing. Node tables (documents, components, subcomponents) share ``id``,
 ``kind``, ``text`` and ``vector``; child rows add ``document_id`` and ``parent_id``. Vectors are
-``fixed_size_list<float32>[dim]`` where ``dim`` is the embedder's dimension.
+``fixed_size_list<float32>[dim]`` where ``dim`` is the embedder's dimension. The rows of the
+``errors`` table (problems and warnings of every stage) are built here, beside its schema
+(``error_row``).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pyarrow as pa
+
+from laminae.schemas.ids import digest
 
 SCHEMA_VERSION = 1
 
@@ -43,7 +49,7 @@ def documents_schema(dim: int) -> pa.Schema:
             pa.field("title", pa.string()),
             pa.field("summary", pa.string()),
             pa.field("text", pa.string()),  # what layer 0 embeds: title + summary (or lead text)
-            pa.field("search_text", pa.string()),  # what full-text search reads (laminae.tasks.nodes.search_text)
+            pa.field("search_text", pa.string()),  # what full-text search reads (laminae.schemas.search_text)
             pa.field("annotations", pa.string()),  # JSON object from the seeds file
             pa.field("content_type", pa.string()),
             pa.field("content_hash", pa.string()),  # sha256 of the raw body
@@ -66,7 +72,7 @@ def components_schema(dim: int) -> pa.Schema:
             pa.field("ordinal", pa.int32(), nullable=False),  # position in the document
             pa.field("section_path", pa.list_(pa.string())),  # heading hierarchy above it
             pa.field("text", pa.string()),  # paragraph text; linearized table; image text proxy
-            pa.field("search_text", pa.string()),  # title | section, then text (laminae.tasks.nodes.search_text)
+            pa.field("search_text", pa.string()),  # title | section, then text (laminae.schemas.search_text)
             pa.field("content_hash", pa.string()),  # of what was embedded
             # words full-text search also finds the node by (the unsplit forms of words OCR's spacing
             # repair split in a picture's text); null in indexes built before it
@@ -109,7 +115,7 @@ def subcomponents_schema(dim: int) -> pa.Schema:
             pa.field("kind", pa.string(), nullable=False),  # sentence | row | object
             pa.field("ordinal", pa.int32(), nullable=False),  # position within the parent
             pa.field("text", pa.string()),  # sentence; "header: cell | header: cell"; object proxy
-            pa.field("search_text", pa.string()),  # title | section | caption, then text (laminae.tasks.nodes.search_text)
+            pa.field("search_text", pa.string()),  # title | section | caption, then text (laminae.schemas.search_text)
             pa.field("content_hash", pa.string()),
             pa.field("search_terms", pa.list_(pa.string())),  # as for components (OCR: a text line's unsplit words)
             # sentences: [char_start, char_end) into the parent's text
@@ -181,6 +187,39 @@ ERRORS = pa.schema(
         pa.field("created_at", pa.timestamp("us", tz="UTC")),
     ]
 )
+
+
+def error_row(run_id: str, url: str | None, stage: str, reason: str, message: str,
+              *, severity: str = "error", document: str | None = None) -> dict:
+    """An ``errors`` row: what failed (``url``, ``document``), in which ``stage``, why."""
+    return {
+        "id": "x" + digest(run_id, url or "", stage, reason, message),
+        "run_id": run_id,
+        "url": url,
+        "document_id": document,
+        "stage": stage,
+        "severity": severity,
+        "reason": reason,
+        "message": message,
+        "created_at": datetime.now(UTC),
+    }
+
+
+def duplicate_row(run_id: str, url: str, doc_id: str) -> dict:
+    """The warning of a page whose document another URL of this run already indexed."""
+    return error_row(run_id, url, "parse", "duplicate_document",
+                     f"same canonical URL as a page already indexed in this run ({doc_id})",
+                     severity="warning", document=doc_id)
+
+
+def timeout_row(run_id: str, url: str, stage: str, seconds: float, pdf: bool = False,
+                document: str | None = None) -> dict:
+    """The ``parse_timeout`` error row of a document (or caption file) whose worker was killed at its deadline."""
+    setting = ("LAMINAE_PARSE__TIMEOUT_S + PDF_PAGE_TIMEOUT_S x pages" if pdf else "LAMINAE_PARSE__TIMEOUT_S")
+    return error_row(run_id, url, stage, "parse_timeout",
+                     f"parsing ran past its deadline of {seconds:g} s ({setting}); its worker process was killed "
+                     "and the document skipped", document=document)
+
 
 RUNS = pa.schema(
     [

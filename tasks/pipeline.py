@@ -1,6 +1,6 @@
 """The batch pipeline as data: ``STAGES`` (parse → pictures → video → detect → ocr → embed → summarize
 → embed documents), run in order over one batch of fetched pages by ``run_stages``; the result is
-written by ``laminae.tasks.storage.batches.write_batch``.
+written by ``laminae.tasks.batches.write_batch``.
 
 Reads fetch results (raw bodies from the raw store) and, through the stages, the index's stored
 objects, readings and vectors; writes no table: returns the batch's documents with all their
@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
+from laminae.schemas.search_text import embed_text, serialize_document
+from laminae.schemas.tables import error_row
+from laminae.tasks import progress
+from laminae.tasks.batches import ProcessedBatch
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import FetchResult
 from laminae.tasks.crawl.pictures import attach_images
@@ -37,12 +42,9 @@ from laminae.tasks.embed.embedders import (
 from laminae.tasks.nodes.build import DocumentNodes, id_maker
 from laminae.tasks.nodes.image_text import read_image_text
 from laminae.tasks.nodes.objects import detect_stage
-from laminae.tasks.nodes.search_text import embed_text, serialize_document
+from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.nodes.summaries import summarize_stage
 from laminae.tasks.nodes.videos import add_video_nodes
-from laminae.tasks.parse.pages import error_row, parse_documents
-from laminae.tasks.report import progress
-from laminae.tasks.storage.batches import ProcessedBatch
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -81,9 +83,6 @@ class BatchWork:
     @cached_property
     def store(self) -> IndexStore:
         return IndexStore(self.index_dir)
-
-
-ParsedBatch = BatchWork  # a batch that went through the stages that read no index table
 
 
 def _parse(work: BatchWork) -> None:
@@ -213,20 +212,29 @@ def ahead_stages(stages: Sequence[Stage] = STAGES) -> int:
     return count
 
 
+@contextmanager
+def timed(seconds: Counter[str], name: str) -> Iterator[None]:
+    """Add the seconds the block takes (raising or not) to ``seconds[name]``: how each stage of a
+    batch (``run_stages``) and each whole-index step of a run (``laminae.flows.build``) is timed,
+    under the names the run summary's ``seconds_by_stage`` reports."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[name] += time.perf_counter() - started
+
+
 def run_stages(work: BatchWork, stages: Sequence[Stage]) -> BatchWork:
     """Run ``stages`` in order on ``work``, timing each under its name."""
     for stage in stages:
-        started = time.perf_counter()
-        try:
+        with timed(work.seconds, stage.name):
             stage.run(work)
-        finally:
-            work.seconds[stage.name] += time.perf_counter() - started
         work.stages_run.append(stage.name)
     return work
 
 
 def parse_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                seed_hosts: set[str], stages: Sequence[Stage] = STAGES) -> ParsedBatch:
+                seed_hosts: set[str], stages: Sequence[Stage] = STAGES) -> BatchWork:
     """The stages of one batch that read no index table (parse, fetch its pictures): they may run
     beside the detection, embedding and writing of the batch before it."""
     work = BatchWork(results, index_dir, settings, run_id, seed_hosts)
@@ -234,7 +242,7 @@ def parse_batch(results: list[FetchResult], index_dir: str, settings: BuildSetti
 
 
 def process_batch(results: list[FetchResult], index_dir: str, settings: BuildSettings, run_id: str,
-                  seed_hosts: set[str], parsed: ParsedBatch | None = None,
+                  seed_hosts: set[str], parsed: BatchWork | None = None,
                   stages: Sequence[Stage] = STAGES) -> ProcessedBatch:
     """Every stage of ``stages`` for one batch of fetched pages (after ``parsed``'s, when its
     ``parse_batch`` already ran). Reads the index (embedding and detection caches) and adds page and

@@ -18,6 +18,8 @@ import numpy as np
 
 from laminae.schemas.ids import content_hash, digest
 from laminae.schemas.pictures import raster_picture
+from laminae.schemas.search_text import embed_text
+from laminae.tasks import progress
 from laminae.tasks.config import EmbedConfig, cache_dir
 from laminae.tasks.embed.onnx_backend import INT8_SUFFIX, OnnxTextEmbedder
 from laminae.tasks.embed.runtime import (
@@ -29,8 +31,6 @@ from laminae.tasks.embed.runtime import (
     resolve_device,
     torch_threads,
 )
-from laminae.tasks.nodes.search_text import embed_text
-from laminae.tasks.report import progress
 
 log = logging.getLogger("laminae.embed")
 
@@ -381,7 +381,7 @@ def cache_key(model_id: str, content: str) -> str:
 
 
 def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Give every row a ``vector`` from its ``laminae.tasks.nodes.search_text.embed_text``; texts whose key is in
+    """Give every row a ``vector`` from its ``laminae.schemas.search_text.embed_text``; texts whose key is in
     ``known`` are reused.
 
     Identical texts are embedded once. Returns the new vectors by cache key (``known`` is

@@ -1,2 +1,2 @@
 """Nodes: the graph's rows from parsed pages (components, sentences, table rows, objects, summaries),
-their search text, and the links between documents."""
+built in the parse workers from parsed pages, and the links between documents."""

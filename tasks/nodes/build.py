@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from laminae.schemas.ids import content_hash, document_id, edge_id, node_id, normalize_url
+from laminae.schemas.search_text import serialize_document
 from laminae.tasks.config import ParseConfig
-from laminae.tasks.nodes.search_text import serialize_document
 from laminae.tasks.nodes.sentences import split_code, split_sentences
 from laminae.tasks.nodes.table_rows import explode_table, table_heading
 from laminae.tasks.parse.document import Component, Link, ParsedPage

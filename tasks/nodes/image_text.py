@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from laminae.schemas.ids import content_hash, digest
 from laminae.schemas.pictures import load_image, raster_picture
 from laminae.schemas.storage import IndexFiles
+from laminae.schemas.tables import error_row
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
 from laminae.tasks.parse.ocr import ENGINE, OcrUnavailable, TextLine, page_names, read_lines, spacing_repair
-from laminae.tasks.parse.pages import error_row
 from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.ocr")

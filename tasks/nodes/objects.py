@@ -17,10 +17,10 @@ import os
 from dataclasses import dataclass
 
 from laminae.schemas.pictures import load_image, raster_picture
+from laminae.schemas.tables import error_row
 from laminae.tasks.config import BuildSettings, DetectConfig, cache_dir
 from laminae.tasks.embed.runtime import loaded_once
 from laminae.tasks.nodes.build import edge_row, id_maker, subcomponent_row
-from laminae.tasks.parse.pages import error_row
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 

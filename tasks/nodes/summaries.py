@@ -16,10 +16,10 @@ import os
 
 import numpy as np
 
+from laminae.schemas.tables import error_row
 from laminae.tasks.config import BuildSettings, SummarizeConfig
 from laminae.tasks.embed.runtime import loaded_once
 from laminae.tasks.nodes.build import DocumentNodes
-from laminae.tasks.parse.pages import error_row
 
 
 def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: SummarizeConfig) -> str | None:

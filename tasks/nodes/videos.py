@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlsplit, urlunsplit
 
+from laminae.schemas.search_text import serialize_document
 from laminae.schemas.storage import IndexFiles
+from laminae.schemas.tables import error_row, timeout_row
 from laminae.schemas.timecodes import clock
 from laminae.tasks.config import BuildSettings, VideoConfig
 from laminae.tasks.crawl.fetch import FetchResult, fetch_images
@@ -37,10 +39,8 @@ from laminae.tasks.nodes.keyframes import (
     choose_keyframes,
     remember_frames,
 )
-from laminae.tasks.nodes.search_text import serialize_document
 from laminae.tasks.nodes.transcripts import CaptionError, parse_captions, transcript_nodes
 from laminae.tasks.parse.isolated import WorkerCrash, WorkerTimeout, worker_pool
-from laminae.tasks.parse.pages import error_row, timeout_row
 from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.video")

@@ -1,1 +1,1 @@
-"""Report: progress bars during a run and the run report after it."""
+"""Report: the run report after a run (its progress bars are ``laminae.tasks.progress``)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+import laminae
 from laminae.schemas.storage import IndexFiles, storage_options
 
 DEGREE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 31), (32, 63), (64, None)]
@@ -99,8 +100,6 @@ def _link_degrees(opened) -> tuple[pl.Series, pl.Series]:
 def gather(index: str) -> dict:
     """Everything the report shows, read from the index's published tables and its run history."""
     import lancedb
-
-    import laminae
 
     db = lancedb.connect(index, storage_options=storage_options(index))
     runs_tbl = db.open_table("runs")

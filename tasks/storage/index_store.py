@@ -21,12 +21,14 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree
 
+import laminae
 from laminae.pins import pinned_versions
 from laminae.schemas.ids import digest
+from laminae.schemas.search_text import SERIALIZATION
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import MANIFEST_DIR, SNAPSHOT_DIR, IndexFiles, snapshot_dir, storage_options
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
-from laminae.tasks.nodes.search_text import SERIALIZATION
+from laminae.snapshots import link, prune, snapshot_problem, version_of
 
 META_FILE = "index.json"
 
@@ -80,9 +82,9 @@ class IndexStore:
         before anything is written to them (rows written with a table's old schema would lose
         those values): a build or refresh calls this every time, a move included.
 
-        Returns True when the caller must move the whole index (``laminae.tasks.embed.upkeep.reembed_index``):
+        Returns True when the caller must move the whole index (``laminae.tasks.storage.upkeep.reembed_index``):
         it holds another model's vectors and ``reembed`` allows the move, or its nodes were
-        serialized by another version of ``laminae.tasks.nodes.search_text`` (always moved).
+        serialized by another version of ``laminae.schemas.search_text`` (always moved).
         """
         meta = self.metadata()
         move = False
@@ -280,12 +282,8 @@ class IndexStore:
         ``same_as``: an earlier version with the same node and edge contents, whose snapshot is
         hard-linked instead of rebuilt (a refresh that changed nothing).
         """
-        import laminae
-
         if self.files.local is None:
             return  # snapshots are memory-mapped files: local indexes only
-        from laminae.snapshots import link, snapshot_problem
-
         target = snapshot_dir(str(self.root), version)
         source = snapshot_dir(str(self.root), same_as) if same_as else None
         if source is not None and snapshot_problem(source) is None and not target.exists():
@@ -345,8 +343,6 @@ class IndexStore:
             left = {v["version"] for v in tbl.list_versions()}
             freed[name] = sum(1 for v in stamps if v < oldest[name] and v not in left)
         if self.files.local is not None and kept:
-            from laminae.snapshots import prune, version_of
-
             # the latest manifest's and pinned ones': a reader of another kept manifest that has not
             # mapped its snapshot yet loads its view from the tables
             snapshots = {kept[-1], *(set(kept[:-1]) & pinned_versions(self.files))}
@@ -359,8 +355,6 @@ class IndexStore:
         new manifest with the same contents (its snapshot hard-linked from the last one); write the
         latest manifest's snapshot again if it is missing or damaged; clean up versions before the
         newest ``keep`` manifests. The caller holds the writer lease."""
-        from laminae.snapshots import snapshot_problem
-
         latest = self.latest_manifest_version()
         if latest == 0:
             raise IndexConfigError(f"{self.root} holds no published index: build one with `laminae build`")
@@ -375,7 +369,7 @@ class IndexStore:
         version = latest
         if any(self.table(name).version != v for name, v in before.items() if name in TABLES):
             extra = {k: v for k, v in previous.items() if k not in ("version", "run_id", "created_at", "tables")}
-            version = self.publish(run_id, {**extra, "compacted_from": latest}, latest + 1)
+            version = self.publish(run_id, {**extra, "compacted_from": latest})
         result = {"manifest_version": version, "published": version != latest, "snapshot": "kept"}
         if self.files.local is not None:
             problem = snapshot_problem(snapshot_dir(str(self.root), version))
@@ -447,12 +441,16 @@ class IndexStore:
         versions = self.manifest_versions()
         return max(number, versions[-1] if versions else 0)
 
+    def next_manifest_version(self) -> int:
+        """The version the next manifest takes: the one after ``latest_manifest_version``. A writer
+        decides it once, under its lease, when its ``runs`` row must name the manifest it publishes."""
+        return self.latest_manifest_version() + 1
+
     def publish(self, run_id: str, extra: dict, version: int | None = None) -> int:
-        """Write manifest ``version`` (default: the next; a writer decides it once, under its lease)
-        naming every table's current version, and point ``LATEST`` at it. The manifest file is
-        created only if absent (a link on a local disk, ``If-None-Match`` on S3): two runs can never
-        publish the same version."""
-        version = self.latest_manifest_version() + 1 if version is None else version
+        """Write manifest ``version`` (default: ``next_manifest_version``) naming every table's
+        current version, and point ``LATEST`` at it. The manifest file is created only if absent (a
+        link on a local disk, ``If-None-Match`` on S3): two runs can never publish the same version."""
+        version = self.next_manifest_version() if version is None else version
         meta = self.metadata() or {}
         manifest = {
             "version": version,

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.fetch import crawl, sniff_content_type
 from laminae.tasks.crawl.seeds import Seed, SeedsError, read_seeds
-from laminae.tasks.storage.batches import crawl_errors
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
 

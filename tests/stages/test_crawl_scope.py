@@ -14,6 +14,7 @@ import zlib
 import pytest
 from pydantic import ValidationError
 
+from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl import fetch
 from laminae.tasks.crawl.fetch import FetchResult, crawl, extract_links, fetch_images
@@ -21,7 +22,6 @@ from laminae.tasks.crawl.files import file_url, list_folder, real_roots, scope_o
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.parse.html import parse_html
-from laminae.tasks.storage.batches import crawl_errors
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
 

@@ -10,8 +10,8 @@ import pytest
 
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.parse.isolated import close_pools
-from laminae.tasks.parse.pages import parse_documents
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import page
 

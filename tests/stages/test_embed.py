@@ -43,7 +43,7 @@ def test_bad_device_and_model_fail_with_a_fix():
 
 def test_embedding_in_chunks_reports_progress_and_keeps_the_vectors(embedder, monkeypatch, capsys):
     import laminae.tasks.embed.embedders as module
-    from laminae.tasks.report import progress
+    from laminae.tasks import progress
 
     texts = [f"loaf number {i}" for i in range(7)]
     whole = embed_rows([{"text": t} for t in texts], embedder, {})
@@ -73,7 +73,7 @@ def test_chunks_go_longest_first_and_vectors_land_on_their_rows(embedder, monkey
 
 
 def test_progress_modes():
-    from laminae.tasks.report import progress
+    from laminae.tasks import progress
 
     assert progress.enabled("on") and not progress.enabled("off")
     assert not progress.enabled("auto")  # pytest's stderr is not a terminal

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from laminae.schemas.ids import normalize_url
+from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.fetch import FetchResult, crawl, extract_links, fetch_images, seed_scope
 from laminae.tasks.crawl.links import resolve_href
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.seeds import Seed, SeedsError, read_seeds
 from laminae.tasks.refresh import plan_refresh
-from laminae.tasks.storage.batches import crawl_errors
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import page
 from tests.support.synthetic_pdf import png, report_pdf

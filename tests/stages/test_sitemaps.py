@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.fetch import FetchResult, crawl
 from laminae.tasks.crawl.seeds import Seed, SeedsError, looks_like_sitemap, read_seeds
 from laminae.tasks.crawl.sitemaps import SitemapTooLarge, inflate
 from laminae.tasks.refresh import plan_refresh
-from laminae.tasks.storage.batches import crawl_errors
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
 

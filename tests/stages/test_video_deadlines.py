@@ -13,9 +13,9 @@ from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import FetchResult, seed_scope
 from laminae.tasks.nodes.build import id_maker
+from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.nodes.videos import add_video_nodes
 from laminae.tasks.parse.isolated import close_pools
-from laminae.tasks.parse.pages import parse_documents
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
 from tests.support.clips import Scene, scene_video, webvtt

@@ -734,7 +734,7 @@ class="toc">{entries}</dl></div></div></body></html>"""
 
 def test_a_chapter_page_holding_only_its_table_of_contents_is_a_warning_not_an_error(tmp_path):
     from laminae.tasks.config import BuildSettings
-    from laminae.tasks.parse.pages import parse_page
+    from laminae.tasks.nodes.pages import parse_page
     from laminae.tasks.storage.rawstore import RawStore
 
     parsed = parse_html(docbook_chapter_index().encode(), "file:///site/widgets.html")

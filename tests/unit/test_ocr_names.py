@@ -3,7 +3,7 @@ names a page knows, and the search text that keeps the unsplit forms."""
 
 from __future__ import annotations
 
-from laminae.tasks.nodes.search_text import component_search_text, subcomponent_search_text
+from laminae.schemas.search_text import component_search_text, subcomponent_search_text
 from laminae.tasks.parse.ocr import page_names, repair_spacing, spacing_repair
 
 

@@ -19,11 +19,11 @@ import laminae
 from laminae import fusion
 from laminae.ranking import RRF_K, rrf, term_coverage
 from laminae.schemas import document_id
+from laminae.schemas.search_text import SERIALIZATION, embed_text, serialize_document
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.fetch import FetchResult
 from laminae.tasks.nodes.build import build_nodes
 from laminae.tasks.nodes.objects import object_rows
-from laminae.tasks.nodes.search_text import SERIALIZATION, embed_text, serialize_document
 from laminae.tasks.parse.html import parse_html
 from tests.conftest import Route, page
 from tests.support.embedders import HashingEmbedder
@@ -323,7 +323,7 @@ def _stored_pages(path, embedder, picture: bytes | None = None):
 
 def test_reembedding_streams_each_table_in_batches_as_whole_documents_serialize(tmp_path):
     from laminae.tasks.embed.embedders import cache_key
-    from laminae.tasks.embed.upkeep import reembed_index
+    from laminae.tasks.storage.upkeep import reembed_index
 
     old, new = HashingEmbedder(4), HashingEmbedder(8)
     store, docs = _stored_pages(tmp_path, old)
@@ -369,8 +369,8 @@ def test_reembedding_in_batches_embeds_pictures_and_their_objects_from_pixels(tm
     from laminae.schemas.pictures import crop, load_image
     from laminae.tasks.config import EmbedConfig
     from laminae.tasks.embed.embedders import load_embedder, split_by_modality
-    from laminae.tasks.embed.upkeep import reembed_index
     from laminae.tasks.storage.rawstore import RawStore
+    from laminae.tasks.storage.upkeep import reembed_index
 
     buffer = io.BytesIO()
     Image.fromarray(np.random.default_rng(0).integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(buffer, "PNG")
@@ -397,7 +397,7 @@ def test_reembedding_in_batches_embeds_pictures_and_their_objects_from_pixels(tm
 
 def test_pruning_the_cache_in_batches_keeps_every_key_a_node_was_embedded_under(tmp_path):
     from laminae.tasks.embed.embedders import cache_key, pixel_key, split_by_modality
-    from laminae.tasks.embed.upkeep import prune_embedding_cache
+    from laminae.tasks.storage.upkeep import prune_embedding_cache
 
     model = "m"
     store, docs = _stored_pages(tmp_path, HashingEmbedder(4), picture=b"not decoded when pruning")

@@ -3,8 +3,13 @@ rows; and the rows that record fetches and their problems.
 
 Reads a ``ProcessedBatch`` (what the stages of ``laminae.tasks.pipeline`` made of a batch) and
 fetch results; writes the ``documents``, ``components``, ``subcomponents``, ``edges``,
-``embeddings`` and ``fetches`` tables, and returns the batch's report (counts, seconds, problems,
-the document id each page URL now has) for the run's ``errors`` and summary.
+``embeddings`` and ``fetches`` tables, and completes the batch's record with what writing decided
+(documents written, counts, the document id each page URL now has) for the run's ``errors`` and
+summary.
+
+One record per batch travels from the stages to the writer and to the run's summary: the stages
+themselves share a ``BatchWork``, which also holds the batch's store handles and loaded model
+and never leaves the process that ran them.
 """
 
 from __future__ import annotations
@@ -15,16 +20,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from laminae.schemas.ids import digest
+from laminae.schemas.tables import duplicate_row, error_row
+from laminae.tasks import progress
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
 from laminae.tasks.nodes.build import DocumentNodes
-from laminae.tasks.parse.pages import duplicate_row, error_row
-from laminae.tasks.report import progress
 from laminae.tasks.storage.index_store import IndexStore
 
 
 @dataclass
 class ProcessedBatch:
-    """What the stages made of one batch, before anything is written to the index tables."""
+    """One batch: what the stages made of it (``process_batch``), then what writing it decided
+    (``write_batch``: ``documents``, ``counts``, ``resolved``, the ``write`` seconds, duplicates
+    among ``errors``)."""
 
     docs: list[DocumentNodes]
     errors: list[dict]
@@ -34,15 +41,7 @@ class ProcessedBatch:
     model_id: str  # the embedder of ``new_vectors``
     embedded: int = 0
     reused: int = 0
-
-
-@dataclass
-class BatchReport:
-    documents: int = 0
-    embedded: int = 0
-    reused: int = 0
-    errors: list[dict] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
+    documents: int = 0  # written; a document an earlier batch wrote is not
     counts: dict[str, int] = field(default_factory=dict)
     resolved: dict[str, str] = field(default_factory=dict)  # page URL → the document id it now has
 
@@ -81,19 +80,19 @@ def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
     return rows
 
 
-def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[str]) -> BatchReport:
+def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[str]) -> ProcessedBatch:
     """Write one processed batch: its documents (all their nodes and edges replaced), new vectors
-    and fetch rows. ``seen`` holds the documents written earlier in this run; a document already
-    in it (the same canonical URL reached by another URL) is skipped with a warning."""
+    and fetch rows; returns ``batch`` with what was written. ``seen`` holds the documents written
+    earlier in this run; a document already in it (the same canonical URL reached by another URL)
+    is skipped with a warning."""
     started = time.perf_counter()
-    report = BatchReport(errors=list(batch.errors), embedded=batch.embedded, reused=batch.reused)
     docs = []
     for d in batch.docs:
         doc_id = d.document["id"]
         if doc_id in seen:  # written by an earlier batch: drop this copy and the problems it had
-            report.errors = [e for e in report.errors
-                             if e["document_id"] != doc_id or e["reason"] == "duplicate_document"]
-            report.errors.append(duplicate_row(run_id, d.document["url"], doc_id))
+            batch.errors = [e for e in batch.errors
+                            if e["document_id"] != doc_id or e["reason"] == "duplicate_document"]
+            batch.errors.append(duplicate_row(run_id, d.document["url"], doc_id))
             continue
         seen.add(doc_id)
         docs.append(d)
@@ -111,14 +110,14 @@ def write_batch(batch: ProcessedBatch, index_dir: str, run_id: str, seen: set[st
     )
     store.upsert("fetches", [fetch_row(r, run_id) for r in batch.fetches])
     progress.current().advance("write", sum(1 for r in batch.fetches if r.kind == "page"))
-    report.resolved = {e["url"]: e["document_id"] for e in report.errors if e["reason"] == "duplicate_document"}
-    report.resolved.update((d.document["url"], d.document["id"]) for d in docs)
-    report.documents = len(docs)
-    report.counts = {
+    batch.resolved = {e["url"]: e["document_id"] for e in batch.errors if e["reason"] == "duplicate_document"}
+    batch.resolved.update((d.document["url"], d.document["id"]) for d in docs)
+    batch.documents = len(docs)
+    batch.counts = {
         "documents": len(docs),
         "components": sum(len(d.components) for d in docs),
         "subcomponents": sum(len(d.subcomponents) for d in docs),
         "edges": sum(len(d.edges) for d in docs),
     }
-    report.seconds = {**batch.seconds, "write": time.perf_counter() - started}
-    return report
+    batch.seconds = {**batch.seconds, "write": time.perf_counter() - started}
+    return batch

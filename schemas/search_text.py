@@ -8,7 +8,7 @@ NFL Team: Buffalo Bills") does not say which draft, round or page it belongs to;
 does. A node's ``search_terms`` (the unsplit forms of words OCR's spacing repair split: a line
 read "Marbleheadbasin" and shown "Marble head basin") follow its content on a line of their own,
 so the full-text index finds the node by them; a node without them serializes as before. ``SERIALIZATION`` is recorded in the index metadata: an index serialized by another version
-is re-serialized and re-embedded as a whole (``laminae.tasks.embed.upkeep.reembed_index``), never mixed.
+is re-serialized and re-embedded as a whole (``laminae.tasks.storage.upkeep.reembed_index``), never mixed.
 """
 
 from __future__ import annotations

@@ -15,15 +15,15 @@ import polars as pl
 import pyarrow as pa
 
 from laminae.schemas.pictures import raster_picture
-from laminae.schemas.tables import NODE_TABLES, table_schemas
-from laminae.tasks.embed.embedders import cache_key, embed_pixels, embed_rows, pixel_key, split_by_modality
-from laminae.tasks.nodes.search_text import (
+from laminae.schemas.search_text import (
     EMBED_FIELD,
     SERIALIZATION,
     component_search_text,
     embed_text,
     subcomponent_search_text,
 )
+from laminae.schemas.tables import NODE_TABLES, table_schemas
+from laminae.tasks.embed.embedders import cache_key, embed_pixels, embed_rows, pixel_key, split_by_modality
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -95,7 +95,7 @@ PARENT_CONTEXT = {"id": "parent_id", "document_id": "_parent_document", "kind": 
 
 def reembed_index(index_dir: str, embedder, batch_rows: int = TABLE_BATCH) -> int:
     """Move every node of the index into ``embedder``'s vector space and the current serialization
-    (``laminae.tasks.nodes.search_text``); returns how many were embedded.
+    (``laminae.schemas.search_text``); returns how many were embedded.
 
     Each node table is rewritten whole with the new search texts and vectors (a new table version:
     readers pinned to older manifests keep the old space) and the index metadata names the new

@@ -8,11 +8,11 @@ table. Imports no model and no LanceDB, so worker processes start light.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from functools import lru_cache
 from urllib.parse import unquote, urlsplit
 
-from laminae.schemas.ids import digest, document_id
+from laminae.schemas.ids import document_id
+from laminae.schemas.tables import duplicate_row, error_row, timeout_row
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, FetchResult
 from laminae.tasks.crawl.pictures import check_image
@@ -28,21 +28,6 @@ from laminae.tasks.storage.rawstore import RawStore
 WORKER_IMPORTS = ("pymupdf", "pysbd")
 
 log = logging.getLogger("laminae.parse")
-
-
-def error_row(run_id: str, url: str | None, stage: str, reason: str, message: str,
-              *, severity: str = "error", document: str | None = None) -> dict:
-    return {
-        "id": "x" + digest(run_id, url or "", stage, reason, message),
-        "run_id": run_id,
-        "url": url,
-        "document_id": document,
-        "stage": stage,
-        "severity": severity,
-        "reason": reason,
-        "message": message,
-        "created_at": datetime.now(UTC),
-    }
 
 
 def document_id_for(res: FetchResult, canonical: str | None) -> tuple[str, str | None]:
@@ -66,12 +51,6 @@ def store_pdf_images(page, raw: RawStore) -> None:
             comp.image_key = raw.put(comp.image_data)
             comp.image_mime, comp.width, comp.height = check.mime, check.width, check.height
         comp.image_data = None
-
-
-def duplicate_row(run_id: str, url: str, doc_id: str) -> dict:
-    return error_row(run_id, url, "parse", "duplicate_document",
-                     f"same canonical URL as a page already indexed in this run ({doc_id})",
-                     severity="warning", document=doc_id)
 
 
 def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildSettings,
@@ -112,15 +91,6 @@ def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildS
         errors.extend(warnings)
         docs.append(nodes)
     return docs, errors
-
-
-def timeout_row(run_id: str, url: str, stage: str, seconds: float, pdf: bool = False,
-                document: str | None = None) -> dict:
-    """The ``parse_timeout`` error row of a document (or caption file) whose worker was killed at its deadline."""
-    setting = ("LAMINAE_PARSE__TIMEOUT_S + PDF_PAGE_TIMEOUT_S x pages" if pdf else "LAMINAE_PARSE__TIMEOUT_S")
-    return error_row(run_id, url, stage, "parse_timeout",
-                     f"parsing ran past its deadline of {seconds:g} s ({setting}); its worker process was killed "
-                     "and the document skipped", document=document)
 
 
 def video_page(res: FetchResult) -> ParsedPage:
