@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import queue
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from laminae.schemas.ids import content_hash, digest
@@ -26,7 +29,15 @@ from laminae.schemas.storage import IndexFiles
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
-from laminae.tasks.parse.ocr import ENGINE, OcrUnavailable, TextLine, page_names, read_lines, spacing_repair
+from laminae.tasks.parse.ocr import (
+    ENGINE,
+    OcrUnavailable,
+    TextLine,
+    page_names,
+    read_lines,
+    recognizer,
+    spacing_repair,
+)
 from laminae.tasks.storage.rawstore import RawStore
 
 log = logging.getLogger("laminae.ocr")
@@ -83,8 +94,9 @@ def read_image_text(components: list[dict], raw: RawStore, files: IndexFiles, cf
     for image in chosen:
         same_picture.setdefault(image["image_key"], []).append(image)
     names = _names(components, {image["document_id"] for image in chosen})
+    readings = _readings(same_picture, raw, files, cfg, run_id, out)
     for key, group in same_picture.items():
-        lines = _reading(key, group, raw, files, cfg, run_id, out)
+        lines = readings[key]
         for image in group:
             if lines:
                 _attach(image, _repaired(lines, names.get(image["document_id"], frozenset()), cfg),
@@ -95,27 +107,57 @@ def read_image_text(components: list[dict], raw: RawStore, files: IndexFiles, cf
     return out
 
 
-def _reading(key: str, group: list[dict], raw: RawStore, files: IndexFiles, cfg: OcrConfig, run_id: str,
-             out: ImageText) -> list[TextLine] | None:
-    """The lines of one picture: cached, or read now and cached; None after a recorded problem."""
-    cached = files.read_text(cache_path(key))
-    if cached is not None:
+def workers(cfg: OcrConfig) -> int:
+    """Pictures read at once: ``cfg.workers``, or the cores this process may run on."""
+    return cfg.workers or len(os.sched_getaffinity(0))
+
+
+def _readings(same_picture: dict[str, list[dict]], raw: RawStore, files: IndexFiles, cfg: OcrConfig,
+              run_id: str, out: ImageText) -> dict[str, list[TextLine] | None]:
+    """The lines of each picture: cached, or read now (``workers(cfg)`` at once) and cached; None
+    after a recorded problem."""
+    readings: dict[str, list[TextLine] | None] = {}
+    todo = []
+    for key in same_picture:
+        cached = files.read_text(cache_path(key))
+        if cached is None:
+            todo.append(key)
+            continue
         out.cached += 1
         # a reading cached before lines kept what the recognizer read has three fields
-        return [TextLine(t, c, tuple(b), *rest) for t, c, b, *rest in json.loads(cached)["lines"]]
-    try:
-        picture = load_image(raw.get(key))
-        lines = read_lines(picture, cfg)
-    except OcrUnavailable:
-        raise
-    except Exception as exc:  # one unreadable picture must not stop the batch
-        out.problems.extend(error_row(run_id, image["image_url"], "ocr", "ocr_failed", f"{type(exc).__name__}: {exc}",
-                                      document=image["document_id"]) for image in group)
-        return None
-    out.read += 1
-    files.write_text(cache_path(key), json.dumps({"engine": ENGINE, "lines": [
-        [line.text, line.confidence, list(line.bbox), line.read] for line in lines]}))
-    return lines
+        readings[key] = [TextLine(t, c, tuple(b), *rest) for t, c, b, *rest in json.loads(cached)["lines"]]
+    if not todo:
+        return readings
+    n = min(workers(cfg), len(todo))
+    engines: queue.SimpleQueue = queue.SimpleQueue()
+    for slot in range(n):  # loaded here, so that a missing extra raises before any picture is read
+        engines.put(recognizer(cfg, slot, cfg.threads or (1 if n > 1 else 0)))
+
+    def read(key: str) -> list[TextLine]:
+        engine = engines.get()
+        try:
+            return read_lines(load_image(raw.get(key)), cfg, engine)
+        finally:
+            engines.put(engine)
+
+    with ThreadPoolExecutor(n, thread_name_prefix="ocr") as pool:
+        futures = {key: pool.submit(read, key) for key in todo}
+        for key in todo:
+            try:
+                lines = futures[key].result()
+            except OcrUnavailable:
+                raise
+            except Exception as exc:  # one unreadable picture must not stop the batch
+                out.problems.extend(error_row(run_id, image["image_url"], "ocr", "ocr_failed",
+                                              f"{type(exc).__name__}: {exc}", document=image["document_id"])
+                                    for image in same_picture[key])
+                readings[key] = None
+                continue
+            out.read += 1
+            files.write_text(cache_path(key), json.dumps({"engine": ENGINE, "lines": [
+                [line.text, line.confidence, list(line.bbox), line.read] for line in lines]}))
+            readings[key] = lines
+    return readings
 
 
 def _names(components: list[dict], documents: set[str]) -> dict[str, frozenset[str]]:

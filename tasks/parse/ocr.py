@@ -60,8 +60,11 @@ class Spacing:
     unsplit: tuple[str, ...] = ()
 
 
-def recognizer(cfg: OcrConfig):
-    """The process's rapidocr engine for these settings (loaded once)."""
+def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):
+    """The process's rapidocr engine number ``slot`` for these settings (each loaded once), run by
+    ``threads`` ONNX Runtime threads (default ``cfg.threads``; 0: its default). An engine reads one
+    picture at a time: threads reading at once take one slot each."""
+    threads = cfg.threads if threads is None else threads
 
     def load():
         try:
@@ -70,17 +73,18 @@ def recognizer(cfg: OcrConfig):
             raise OcrUnavailable(f"rapidocr-onnxruntime cannot be imported ({exc}); install the ml extra "
                                  "or set LAMINAE_OCR__ENABLED=false") from None
         logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-        options = {"intra_op_num_threads": cfg.threads} if cfg.threads else {}
+        options = {"intra_op_num_threads": threads} if threads else {}
         # one line per recognizer call: a batch pads its lines to the widest, and the thumbnails of
         # wtq-dev read 15-22 % faster unbatched with as many words right (bench/ocr.py: 0.991 vs 0.989)
         return RapidOCR(det_limit_type="max", det_limit_side_len=cfg.detect_side, rec_batch_num=1, **options)
 
-    return loaded_once(("rapidocr", ENGINE, "cpu", cfg.threads, cfg.detect_side), load)
+    return loaded_once(("rapidocr", ENGINE, "cpu", threads, cfg.detect_side, slot), load)
 
 
-def read_lines(picture, cfg: OcrConfig) -> list[TextLine]:
-    """The lines of text in a PIL picture, in reading order, at least ``cfg.min_confidence`` sure."""
-    engine = recognizer(cfg)
+def read_lines(picture, cfg: OcrConfig, engine=None) -> list[TextLine]:
+    """The lines of text in a PIL picture, in reading order, at least ``cfg.min_confidence`` sure
+    (read by ``engine``, default the process's first ``recognizer``)."""
+    engine = engine or recognizer(cfg)
     found, _ = engine(picture.convert("RGB"), use_cls=cfg.upside_down)
     lines = []
     for box, text, score in found or []:

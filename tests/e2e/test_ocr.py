@@ -27,7 +27,8 @@ def calls(monkeypatch) -> list[int]:
     """Pictures the recognizer is run on (the real one, counted)."""
     seen: list[int] = []
     real = image_text.read_lines
-    monkeypatch.setattr(image_text, "read_lines", lambda picture, cfg: seen.append(1) or real(picture, cfg))
+    monkeypatch.setattr(image_text, "read_lines",
+                        lambda picture, cfg, engine=None: seen.append(1) or real(picture, cfg, engine))
     return seen
 
 

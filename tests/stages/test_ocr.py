@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 
@@ -11,6 +12,7 @@ import pytest
 from laminae.schemas.pictures import load_image
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import OcrConfig
+from laminae.tasks.embed.runtime import loaded_models
 from laminae.tasks.nodes import image_text
 from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.image_text import TEXT_MARK, cache_path, read_image_text
@@ -100,7 +102,8 @@ def test_the_ocr_stage_makes_text_nodes_and_reads_each_picture_once(tmp_path, mo
     broken = _image(raw, "d1", "c4", b"\x89PNG\r\n\x1a\n broken", 500, 300)
     calls = []
     real = image_text.read_lines
-    monkeypatch.setattr(image_text, "read_lines", lambda picture, cfg: calls.append(1) or real(picture, cfg))
+    monkeypatch.setattr(image_text, "read_lines",
+                        lambda picture, cfg, engine=None: calls.append(1) or real(picture, cfg, engine))
 
     found = read_image_text([*shown_twice, icon, broken], raw, files, OcrConfig(), "run1", id_maker)
     assert len(calls) == 1 and (found.read, found.cached, found.skipped) == (1, 0, 1)  # one picture, one icon
@@ -121,6 +124,34 @@ def test_the_ocr_stage_makes_text_nodes_and_reads_each_picture_once(tmp_path, mo
     assert len(calls) == 1 and (second.read, second.cached) == (0, 1)  # from the cache, not the recognizer
     assert [r["text"] for r in second.rows] == [r["text"] for r in found.rows if r["parent_id"] == "c1"]
     assert read_image_text(again, raw, files, OcrConfig(enabled=False), "run3", id_maker).rows == []
+
+
+def test_pictures_read_at_once_read_as_one_at_a_time(tmp_path, monkeypatch):
+    raw = RawStore(tmp_path)
+    rng = random.Random(3)
+    pictures = [text_picture(random_lines(rng, 2, words=3), font_size=24) for _ in range(5)]
+    images = [_image(raw, f"d{i}", f"c{i}", data, *load_image(data).size) for i, data in enumerate(pictures)]
+    images.append(_image(raw, "d9", "c9", b"\x89PNG\r\n\x1a\n broken", 500, 300))
+    engines = set()
+    real = image_text.read_lines
+    monkeypatch.setattr(image_text, "read_lines",
+                        lambda picture, cfg, engine=None: engines.add(id(engine)) or real(picture, cfg, engine))
+
+    def run(workers: int, folder: str):
+        batch = [dict(image) for image in images]
+        found = read_image_text(batch, raw, IndexFiles(tmp_path / folder), OcrConfig(workers=workers), "run1",
+                                id_maker)
+        return found, [image["text"] for image in batch]
+
+    one, one_texts = run(1, "one")
+    assert len(engines) == 1
+    engines.clear()
+    two, two_texts = run(2, "two")
+    assert len(engines) == 2  # each thread reads with its own recognizer
+    assert two.rows == one.rows and two_texts == one_texts and (two.read, one.read) == (5, 5)
+    assert [p["url"] for p in two.problems] == [images[-1]["image_url"]]
+    assert ("rapidocr", image_text.ENGINE, "cpu", 1, OcrConfig().detect_side, 1) in loaded_models()
+    assert image_text.workers(OcrConfig()) == len(os.sched_getaffinity(0))
 
 
 def test_a_document_reads_its_largest_pictures_first(tmp_path):
