@@ -64,7 +64,7 @@ def make_synthetic_index(path: str, *, documents: int, components_per_document: 
     store.prepare({"model_id": MODEL_ID, "dim": dim, "image_mode": "text_proxy"})
     topic_vectors = _unit(rng, topics, dim) if topics else None
     n_comps = documents * components_per_document
-    version = store.latest_manifest_version() + 1
+    version = store.next_manifest_version()
     writer = SnapshotWriter(snapshot_dir(path, version), (documents, n_comps, n_comps * subcomponents_per_component),
                             dim) if snapshot else None
     links: list[np.ndarray] = []
