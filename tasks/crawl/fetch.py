@@ -44,7 +44,7 @@ from laminae.tasks.crawl.files import (
     real_roots,
     scope_of,
 )
-from laminae.tasks.crawl.links import link_target, page_base, resolve_href
+from laminae.tasks.crawl.links import extract_links, extract_pdf_links
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.crawl.sitemaps import expand_sitemap
 from laminae.tasks.storage.rawstore import RawStore
@@ -62,10 +62,6 @@ ROBOTS_MAX_BYTES = 1_000_000  # of a robots.txt (decompressed) read; the rules p
 INFLATE_STEP = 1 << 20  # bytes one step of gzip/deflate decoding may produce (a bomb inflates 1000x)
 GZIP_MAGIC = b"\x1f\x8b"
 _ROBOTS: dict[str, tuple[float, Protego | None]] = {}
-_SKIP_LINK_SUFFIXES = (
-    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
-    ".mp3", ".mp4", ".avi", ".mov", ".woff", ".woff2", ".ttf", ".exe", ".dmg", ".iso",
-)
 
 
 @dataclass
@@ -646,41 +642,6 @@ def _is_network(entry: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def extract_links(body: bytes, base_url: str) -> list[str]:
-    """Absolute http(s) targets of ``<a href>`` in a page, for link following (cheap, lxml)."""
-    import lxml.html
-
-    try:
-        # huge_tree: without it libxml2 drops the rest of a page after a 10 MB text or href, or
-        # past 256 open elements (tasks/parse/html.py reads such pages whole)
-        root = lxml.html.fromstring(body, parser=lxml.html.HTMLParser(huge_tree=True))
-    except (ValueError, lxml.etree.ParserError):
-        return []
-    base = root.find(".//base[@href]")
-    base_url = page_base(base_url, base.get("href")) if base is not None else base_url
-    out = []
-    for a in root.iterfind(".//a[@href]"):
-        target = resolve_href(base_url, a.get("href"))
-        if target and not urlsplit(target).path.lower().endswith(_SKIP_LINK_SUFFIXES):
-            out.append(target)
-    return out
-
-
-def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
-    """Absolute http(s) targets of a PDF's URI links, for link following (none if it will not open)."""
-    try:
-        import pymupdf
-
-        pymupdf.TOOLS.mupdf_display_errors(False)
-        with pymupdf.open(stream=body, filetype="pdf") as doc:
-            if doc.needs_pass:
-                return []
-            targets = [link_target(link, base_url) for page in doc for link in page.get_links()]
-    except Exception:  # a broken PDF is reported by the parse stage, not here
-        return []
-    return [t for t in targets if t and not urlsplit(t).path.lower().endswith(_SKIP_LINK_SUFFIXES)]
 
 
 async def crawl_async(

@@ -17,8 +17,9 @@ from pydantic import ValidationError
 from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl import fetch
-from laminae.tasks.crawl.fetch import FetchResult, crawl, extract_links, fetch_images
+from laminae.tasks.crawl.fetch import FetchResult, crawl, fetch_images
 from laminae.tasks.crawl.files import file_url, list_folder, real_roots, scope_of
+from laminae.tasks.crawl.links import extract_links
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.parse.html import parse_html
