@@ -31,7 +31,8 @@ from laminae.stats import table_stats
 from laminae.tasks import progress
 from laminae.tasks.batches import ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl, seed_scope
+from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl
+from laminae.tasks.crawl.hosts import seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
 from laminae.tasks.nodes.links import resolve_links

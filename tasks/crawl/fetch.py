@@ -10,8 +10,9 @@ Scope: every request (robots.txt, sitemaps, pages, pictures, videos, captions) g
 ``Crawler.fetch``, which checks each redirect hop before asking it (a seed's or allow-listed
 host; not a private, loopback, link-local or other non-global address unless it is a seed's
 host or allowed by ``allow_private``: the name is resolved and its addresses checked, and the
-address a response really came from is checked again before its body is read) and streams the
-body under its cap, undoing gzip or deflate in steps that stop at the cap.
+address a response really came from is checked again before its body is read; the checks are
+in ``tasks/crawl/hosts.py``) and streams the body under its cap, undoing gzip or deflate in steps
+that stop at the cap.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import asyncio
 import ipaddress
 import logging
 import mimetypes
-import socket
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -42,9 +42,17 @@ from laminae.tasks.crawl.files import (
     list_folder,
     read_file,
     real_roots,
-    scope_of,
 )
-from laminae.tasks.crawl.links import link_target, page_base, resolve_href
+from laminae.tasks.crawl.hosts import (
+    addresses_of,
+    bare_host,
+    host_of,
+    is_network,
+    is_non_global,
+    plain_address,
+    seed_scope,
+)
+from laminae.tasks.crawl.links import extract_links, extract_pdf_links
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.crawl.sitemaps import expand_sitemap
 from laminae.tasks.storage.rawstore import RawStore
@@ -62,10 +70,6 @@ ROBOTS_MAX_BYTES = 1_000_000  # of a robots.txt (decompressed) read; the rules p
 INFLATE_STEP = 1 << 20  # bytes one step of gzip/deflate decoding may produce (a bomb inflates 1000x)
 GZIP_MAGIC = b"\x1f\x8b"
 _ROBOTS: dict[str, tuple[float, Protego | None]] = {}
-_SKIP_LINK_SUFFIXES = (
-    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
-    ".mp3", ".mp4", ".avi", ".mov", ".woff", ".woff2", ".ttf", ".exe", ".dmg", ".iso",
-)
 
 
 @dataclass
@@ -232,59 +236,6 @@ class _Inflater:
         return b"".join(pieces)
 
 
-def addresses_of(host: str) -> list[str]:
-    """The addresses ``host`` is (an IP literal) or resolves to; none when it does not resolve (the
-    connection then fails, or the address it reaches is checked: ``Crawler._check_peer``)."""
-    try:
-        return [str(ipaddress.ip_address(host.strip("[]")))]
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return []
-    return list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos))
-
-
-def _plain(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """An address with the IPv4 address an IPv6 one carries (mapped ``::ffff:a.b.c.d``, 6to4) unwrapped."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address):
-        return ip.ipv4_mapped or ip.sixtofour or ip
-    return ip
-
-
-def is_non_global(address: str) -> bool:
-    """A private, loopback, link-local, shared, reserved, multicast or unspecified address: one the
-    open web does not reach."""
-    ip = _plain(address)
-    return not ip.is_global or ip.is_multicast
-
-
-def is_private_host(host: str) -> bool:
-    """True when ``host`` is, or resolves to, a non-global address (``is_non_global``)."""
-    return any(is_non_global(a) for a in addresses_of(host))
-
-
-def host_of(url: str) -> str:
-    """``host`` or ``host:port`` of a URL, lowercased; an IPv6 host keeps its brackets."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{host}:{parts.port}" if parts.port else host
-
-
-def bare_host(host: str) -> str:
-    """The host name of a ``host_of`` string, its port and brackets removed."""
-    return (urlsplit("//" + host).hostname or "").lower()
-
-
-def seed_scope(url: str) -> str:
-    """What a seed lets the crawl fetch: its host, or for a ``file://`` seed its folder's URL."""
-    return scope_of(url) if is_file_url(url) else host_of(url)
-
-
 class Crawler:
     """An async HTTP client with per-host politeness; use as ``async with Crawler(...) as c``.
 
@@ -307,8 +258,8 @@ class Crawler:
         self.seed_hosts = {h.lower() for h in seed_hosts if not is_file_url(h)}
         self.seed_names = {bare_host(h) for h in self.seed_hosts}  # a seed's host may be private
         self.allow_hosts = {h.lower() for h in cfg.allow_hosts}
-        self.private_names = {a for a in cfg.allow_private if not _is_network(a)}
-        self.private_networks = [ipaddress.ip_network(a, strict=False) for a in cfg.allow_private if _is_network(a)]
+        self.private_names = {a for a in cfg.allow_private if not is_network(a)}
+        self.private_networks = [ipaddress.ip_network(a, strict=False) for a in cfg.allow_private if is_network(a)]
         self.problems: list[FetchResult] = []
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
@@ -375,7 +326,7 @@ class Crawler:
         return await self.refusal(url) is None
 
     def _private_allowed(self, address: str) -> bool:
-        return not is_non_global(address) or any(_plain(address) in net for net in self.private_networks)
+        return not is_non_global(address) or any(plain_address(address) in net for net in self.private_networks)
 
     @staticmethod
     def _private_message(url: str, name: str, address: str) -> str:
@@ -637,50 +588,6 @@ async def _read_body(resp: httpx.Response, max_bytes: int, *, cut: bool) -> tupl
                 return b"".join(chunks)[:max_bytes], True
             raise _Failure("too_large", f"body exceeds {max_bytes} bytes{how}")
     return b"".join(chunks), False
-
-
-def _is_network(entry: str) -> bool:
-    """Is an ``allow_private`` entry an address or network (else: a host name)."""
-    try:
-        ipaddress.ip_network(entry, strict=False)
-    except ValueError:
-        return False
-    return True
-
-
-def extract_links(body: bytes, base_url: str) -> list[str]:
-    """Absolute http(s) targets of ``<a href>`` in a page, for link following (cheap, lxml)."""
-    import lxml.html
-
-    try:
-        # huge_tree: without it libxml2 drops the rest of a page after a 10 MB text or href, or
-        # past 256 open elements (tasks/parse/html.py reads such pages whole)
-        root = lxml.html.fromstring(body, parser=lxml.html.HTMLParser(huge_tree=True))
-    except (ValueError, lxml.etree.ParserError):
-        return []
-    base = root.find(".//base[@href]")
-    base_url = page_base(base_url, base.get("href")) if base is not None else base_url
-    out = []
-    for a in root.iterfind(".//a[@href]"):
-        target = resolve_href(base_url, a.get("href"))
-        if target and not urlsplit(target).path.lower().endswith(_SKIP_LINK_SUFFIXES):
-            out.append(target)
-    return out
-
-
-def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
-    """Absolute http(s) targets of a PDF's URI links, for link following (none if it will not open)."""
-    try:
-        import pymupdf
-
-        pymupdf.TOOLS.mupdf_display_errors(False)
-        with pymupdf.open(stream=body, filetype="pdf") as doc:
-            if doc.needs_pass:
-                return []
-            targets = [link_target(link, base_url) for page in doc for link in page.get_links()]
-    except Exception:  # a broken PDF is reported by the parse stage, not here
-        return []
-    return [t for t in targets if t and not urlsplit(t).path.lower().endswith(_SKIP_LINK_SUFFIXES)]
 
 
 async def crawl_async(

@@ -1,7 +1,8 @@
 """Links: which hrefs navigate, and to what absolute URL; one rule for the crawler that follows
 them and the parsers that record them as ``links_to`` edges.
 
-Reads hrefs and pymupdf link dicts; writes nothing.
+Reads hrefs, pymupdf link dicts, and for link following a fetched page's HTML or PDF bytes
+(``extract_links``, ``extract_pdf_links``); writes nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 # RFC 9110 asks every sender and recipient to handle URIs of at least 8,000 octets; a longer href
 # (a 12 MB one, say) is no address anyone serves, and it would be stored and fetched
 MAX_URL_CHARS = 8000
+
+_SKIP_LINK_SUFFIXES = (
+    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".zip", ".gz", ".tar",
+    ".mp3", ".mp4", ".avi", ".mov", ".woff", ".woff2", ".ttf", ".exe", ".dmg", ".iso",
+)
 
 
 def resolve_href(base_url: str, href: str | None) -> str | None:
@@ -47,3 +53,38 @@ def link_target(link: dict, base_url: str) -> str | None:
     # a relative target ("rye.html") is a launch link with a "file" in pymupdf
     href = link.get("uri") or link.get("file")
     return resolve_href(base_url, href) if href else None
+
+
+def extract_links(body: bytes, base_url: str) -> list[str]:
+    """Absolute http(s) targets of ``<a href>`` in a page, for link following (cheap, lxml)."""
+    import lxml.html
+
+    try:
+        # huge_tree: without it libxml2 drops the rest of a page after a 10 MB text or href, or
+        # past 256 open elements (tasks/parse/html.py reads such pages whole)
+        root = lxml.html.fromstring(body, parser=lxml.html.HTMLParser(huge_tree=True))
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    base = root.find(".//base[@href]")
+    base_url = page_base(base_url, base.get("href")) if base is not None else base_url
+    out = []
+    for a in root.iterfind(".//a[@href]"):
+        target = resolve_href(base_url, a.get("href"))
+        if target and not urlsplit(target).path.lower().endswith(_SKIP_LINK_SUFFIXES):
+            out.append(target)
+    return out
+
+
+def extract_pdf_links(body: bytes, base_url: str) -> list[str]:
+    """Absolute http(s) targets of a PDF's URI links, for link following (none if it will not open)."""
+    try:
+        import pymupdf
+
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        with pymupdf.open(stream=body, filetype="pdf") as doc:
+            if doc.needs_pass:
+                return []
+            targets = [link_target(link, base_url) for page in doc for link in page.get_links()]
+    except Exception:  # a broken PDF is reported by the parse stage, not here
+        return []
+    return [t for t in targets if t and not urlsplit(t).path.lower().endswith(_SKIP_LINK_SUFFIXES)]

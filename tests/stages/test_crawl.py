@@ -121,7 +121,8 @@ def test_robots_txt_wildcards_and_allow_precedence(server, tmp_path):
 
 
 def test_image_batches_of_a_run_reuse_its_robots_txt_answer(server, tmp_path):
-    from laminae.tasks.crawl.fetch import fetch_images, host_of
+    from laminae.tasks.crawl.fetch import fetch_images
+    from laminae.tasks.crawl.hosts import host_of
     from tests.support.synthetic_pdf import png
 
     asked = []

@@ -17,8 +17,10 @@ from pydantic import ValidationError
 from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl import fetch
-from laminae.tasks.crawl.fetch import FetchResult, crawl, extract_links, fetch_images
+from laminae.tasks.crawl.fetch import FetchResult, crawl, fetch_images
 from laminae.tasks.crawl.files import file_url, list_folder, real_roots, scope_of
+from laminae.tasks.crawl.hosts import host_of
+from laminae.tasks.crawl.links import extract_links
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.parse.html import parse_html
@@ -186,7 +188,7 @@ def test_a_followed_link_to_a_private_host_is_a_warning(server, tmp_path):
 def test_pictures_videos_and_captions_keep_the_scope(server, tmp_path, kind):
     from tests.support.synthetic_pdf import png
 
-    hosts = {fetch.host_of(server.base)}
+    hosts = {host_of(server.base)}
     cfg = fast(allow_hosts=[f"localhost:{port(server)}"])
     server.routes["/hop"] = Route(status=302, headers={"Location": f"{other(server)}/inner.bin"})
     server.routes["/inner.bin"] = Route(body=png(), content_type="image/png")

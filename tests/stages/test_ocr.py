@@ -173,11 +173,11 @@ def test_bad_ocr_settings_are_refused(value):
 def test_a_gigantic_page_is_rendered_within_the_pixel_budget():
     import pymupdf
 
-    from laminae.tasks.parse.pdf import _render
+    from laminae.tasks.parse.pdf_scans import render_page
 
     doc = pymupdf.open()
     page = doc.new_page(width=5000, height=5000)  # 108 Mpx at 150 dpi
     cfg = OcrConfig(max_render_pixels=4_000_000)
-    picture, scale = _render(page, cfg)
+    picture, scale = render_page(page, cfg)
     assert picture.size[0] * picture.size[1] <= cfg.max_render_pixels
     assert abs(picture.size[0] * scale - 5000) < 1  # pixels map back onto the page's points

@@ -6,7 +6,8 @@ import pytest
 
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
-from laminae.tasks.crawl.fetch import FetchResult, extract_pdf_links
+from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.crawl.links import extract_pdf_links
 from laminae.tasks.nodes.build import build_nodes
 from laminae.tasks.parse.pdf import PdfError, parse_pdf
 from tests.conftest import GOLDEN, ROOT, golden_text
@@ -309,6 +310,7 @@ def test_regular_grids_are_read_without_find_tables_and_match_it(monkeypatch):
     import pymupdf
 
     import laminae.tasks.parse.pdf as module
+    from laminae.tasks.parse.pdf_tables import around
 
     w = PdfWriter()
     w.paragraph("Two tables follow, one drawn with lines and one inside a stroked border.")
@@ -328,7 +330,7 @@ def test_regular_grids_are_read_without_find_tables_and_match_it(monkeypatch):
         (["Year", "Trips"], [["2023", "1,200"], ["2024", "1,350"], ["2025", ""]]),
         (["Depot", "Buses"], [["North", "31"]]),  # the right column is read after the left
     ]
-    monkeypatch.setattr(module, "_table_areas", lambda rules: ([], module._around([r[:4] for r in rules])))
+    monkeypatch.setattr(module, "table_areas", lambda rules: ([], around([r[:4] for r in rules])))
     slow = _tables_of(body)
     assert len(calls) == 1  # one call over the page's ruling
     assert [t[:2] for t in slow] == [t[:2] for t in fast]  # find_tables reads the same cells and rows
@@ -402,7 +404,7 @@ def test_a_page_that_fails_late_is_skipped_and_the_others_kept(monkeypatch):
 
     body = report_pdf(pages=3, seed=1, table_every=1)
     whole = parse_pdf(body, URL)
-    real = module._tables
+    real = module.read_tables
     failed: list[int] = []
 
     def failing(page, number, *args):
@@ -411,7 +413,7 @@ def test_a_page_that_fails_late_is_skipped_and_the_others_kept(monkeypatch):
             raise RuntimeError("broken content stream")
         return real(page, number, *args)
 
-    monkeypatch.setattr(module, "_tables", failing)
+    monkeypatch.setattr(module, "read_tables", failing)
     page = parse_pdf(body, URL)
     assert any(w.startswith(f"page_unreadable: page {failed[0]}: RuntimeError") for w in page.warnings)
     assert failed[0] not in {c.page for c in page.components}
