@@ -41,6 +41,7 @@ from laminae.tasks.embed.runtime import (
     EmbedderInfo,
     default_model_path,
     loaded_once,
+    usable_cores,
 )
 
 log = logging.getLogger("laminae.embed")
@@ -380,7 +381,7 @@ class OnnxTextEmbedder:
         self.model_id = base_id + (INT8_SUFFIX if quantize else "")
         self.device, providers = _providers(self.cfg.device)
         self.batch_size = self.cfg.batch_size or (256 if self.device.startswith("cuda") else 64)
-        self.threads = self.cfg.threads or len(os.sched_getaffinity(0))
+        self.threads = self.cfg.threads or usable_cores()
         self.layout = ModelLayout(self.model_path)
         self.onnx_path = self._prepare(base_id.rstrip("/").rsplit("/", 1)[-1])
         self._session = _session(self.onnx_path, providers, self.threads)

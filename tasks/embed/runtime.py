@@ -66,13 +66,19 @@ class EmbedderInfo:
         return {"model_id": self.model_id, "dim": self.dim, "image_mode": self.image_mode}
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, not the machine's count): what a
+    setting of 0 threads or workers means."""
+    return len(os.sched_getaffinity(0))
+
+
 def torch_threads(configured: int = 0) -> int:
     """Set torch's CPU thread count to ``configured`` (0: the cores this process may run on) and
     return it. Called before every model call: ultralytics lowers the count when it sets up a
     predictor, which left every later embedding on one core."""
     import torch
 
-    threads = configured or len(os.sched_getaffinity(0))
+    threads = configured or usable_cores()
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return threads

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import queue
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from laminae.schemas.pictures import load_image, raster_picture
 from laminae.schemas.storage import IndexFiles
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import OcrConfig
+from laminae.tasks.embed.runtime import usable_cores
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
 from laminae.tasks.parse.ocr import (
     ENGINE,
@@ -109,7 +109,7 @@ def read_image_text(components: list[dict], raw: RawStore, files: IndexFiles, cf
 
 def workers(cfg: OcrConfig) -> int:
     """Pictures read at once: ``cfg.workers``, or the cores this process may run on."""
-    return cfg.workers or len(os.sched_getaffinity(0))
+    return cfg.workers or usable_cores()
 
 
 def _readings(same_picture: dict[str, list[dict]], raw: RawStore, files: IndexFiles, cfg: OcrConfig,
