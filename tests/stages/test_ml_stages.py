@@ -43,6 +43,50 @@ def test_packaged_detector_finds_people_on_a_real_photograph(tmp_path, monkeypat
     assert len(few) == 2 and few[0][1] >= few[1][1]
 
 
+def test_the_onnx_detector_finds_what_torch_finds_and_is_exported_once(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from laminae.tasks.nodes import detector_onnx
+
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
+    weights = resolve_weights(DetectConfig())
+    pictures = []
+    for name in ("bus.jpg", "zidane.jpg"):
+        with open(_asset(name), "rb") as fh:
+            photo = load_image(fh.read())
+        pictures += [photo, photo.resize((photo.width * 220 // max(photo.size), photo.height * 220 // max(photo.size)))]
+    pictures.append(Image.new("RGB", (150, 120), (30, 90, 200)))
+    exports = detector_onnx.EXPORTS
+    onnx = Detector(DetectConfig(device="cpu"), weights)
+    assert onnx.backend == "onnx" and detector_onnx.EXPORTS == exports + 1
+    assert Detector(DetectConfig(device="cpu", max_objects=3), weights).backend == "onnx"
+    assert detector_onnx.EXPORTS == exports + 1  # cached
+    torch_run = Detector(DetectConfig(device="cpu", backend="torch"), weights)
+    assert torch_run.backend == "torch"
+    found, want = onnx.detect_many(pictures), torch_run.detect_many(pictures)
+    assert sum(map(len, want)) >= 8 and found[-1] == want[-1] == []
+    for got, expected in zip(found, want, strict=True):
+        assert [label for label, _, _ in got] == [label for label, _, _ in expected]
+        assert np.allclose([s for _, s, _ in got], [s for _, s, _ in expected], atol=1e-3)
+        assert np.allclose([b for _, _, b in got], [b for _, _, b in expected], atol=0.5)
+
+
+def test_a_detector_that_cannot_be_exported(tmp_path, monkeypatch):
+    from laminae.tasks.nodes import detector_onnx
+    from laminae.tasks.nodes.objects import Weights
+
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path))
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"not a checkpoint")
+    with pytest.raises(DetectorConfigError, match="LAMINAE_DETECT__BACKEND=torch"):
+        Detector(DetectConfig(device="cpu", backend="onnx"), Weights(str(broken), "configured", {}))
+    monkeypatch.setattr(detector_onnx, "onnx_available", lambda: False)
+    weights = resolve_weights(DetectConfig())
+    assert Detector(DetectConfig(device="cpu"), weights).backend == "torch"
+    with pytest.raises(DetectorConfigError, match="onnx and onnxruntime"):
+        Detector(DetectConfig(device="cpu", backend="onnx"), weights)
+
+
 def test_embedding_after_detection_runs_on_the_configured_threads(tmp_path, monkeypatch):
     import torch
 
