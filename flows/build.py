@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import threading
 import time
 import uuid
 from collections import Counter, deque
@@ -25,7 +26,7 @@ from prefect.utilities.annotations import quote
 
 from laminae.flows.runners import make_task_runner, resources
 from laminae.schemas.search_text import SERIALIZATION
-from laminae.schemas.storage import is_remote
+from laminae.schemas.storage import IndexFiles, is_remote
 from laminae.schemas.tables import TABLES, error_row
 from laminae.stats import table_stats
 from laminae.tasks import progress
@@ -35,14 +36,16 @@ from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl
 from laminae.tasks.crawl.hosts import seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
+from laminae.tasks.nodes.image_text import recognizer_slots, workers
 from laminae.tasks.nodes.links import resolve_links
-from laminae.tasks.nodes.objects import resolve_weights
+from laminae.tasks.nodes.objects import Detector, resolve_weights
 from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools
+from laminae.tasks.parse.ocr import recognizer
 from laminae.tasks.pipeline import BatchWork, parse_batch, process_batch, timed
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
 from laminae.tasks.report.run_report import run_markdown, write_report
-from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
+from laminae.tasks.storage.index_store import META_FILE, IndexConfigError, IndexStore
 from laminae.tasks.storage.lease import WriterLease, writer_lease
 from laminae.tasks.storage.rawstore import RawStore
 from laminae.tasks.storage.upkeep import prune_embedding_cache, reembed_index
@@ -97,6 +100,32 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
         log.info("moved the index from %s (serialization %s) to %s (serialization %s): %d items embedded",
                  old, (meta or {}).get("serialization", 1), embedder.model_id, SERIALIZATION, count)
     return {**embedder.info.as_metadata(), "device": embedder.device}
+
+
+def preload_models(index: str, settings: BuildSettings) -> threading.Thread | None:
+    """Load the models a new index's batches run (embedder, detector, recognizers) on a thread of
+    their own, started before the flow: Prefect then starts its temporary API server (about 4 s
+    here, the process waiting on it) while they load, and the run's own loads find them loaded
+    (``loaded_once``). None for an existing index, whose run may load no model at all, and for
+    batches that run on a cluster. A load that fails is left to the run, which raises it."""
+    if settings.runner.kind != "local" or IndexFiles(index).read_text(META_FILE) is not None:
+        return None
+
+    def load() -> None:
+        try:
+            load_embedder(settings.embed)
+            weights = resolve_weights(settings.detect) if settings.detect.enabled else None
+            if weights is not None:
+                Detector(settings.detect, weights, settings.embed.threads)
+            if settings.ocr.enabled:
+                for slot, threads in recognizer_slots(settings.ocr, workers(settings.ocr)):
+                    recognizer(settings.ocr, slot, threads)
+        except Exception:  # noqa: BLE001 - loaded again by the stage that needs it, which reports it
+            log.debug("preloading the models failed; the run loads them itself", exc_info=True)
+
+    thread = threading.Thread(target=load, name="laminae-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 @task(name="process-batch", cache_policy=NO_CACHE)

@@ -112,6 +112,11 @@ def workers(cfg: OcrConfig) -> int:
     return cfg.workers or usable_cores()
 
 
+def recognizer_slots(cfg: OcrConfig, n: int) -> list[tuple[int, int]]:
+    """``(slot, ONNX Runtime threads)`` of the recognizers that read ``n`` pictures at once."""
+    return [(slot, cfg.threads or (1 if n > 1 else 0)) for slot in range(n)]
+
+
 def _readings(same_picture: dict[str, list[dict]], raw: RawStore, files: IndexFiles, cfg: OcrConfig,
               run_id: str, out: ImageText) -> dict[str, list[TextLine] | None]:
     """The lines of each picture: cached, or read now (``workers(cfg)`` at once) and cached; None
@@ -130,8 +135,8 @@ def _readings(same_picture: dict[str, list[dict]], raw: RawStore, files: IndexFi
         return readings
     n = min(workers(cfg), len(todo))
     engines: queue.SimpleQueue = queue.SimpleQueue()
-    for slot in range(n):  # loaded here, so that a missing extra raises before any picture is read
-        engines.put(recognizer(cfg, slot, cfg.threads or (1 if n > 1 else 0)))
+    for slot, threads in recognizer_slots(cfg, n):  # loaded here: a missing extra raises before any read
+        engines.put(recognizer(cfg, slot, threads))
 
     def read(key: str) -> list[TextLine]:
         engine = engines.get()

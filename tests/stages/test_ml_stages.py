@@ -58,9 +58,9 @@ def test_the_onnx_detector_finds_what_torch_finds_and_is_exported_once(tmp_path,
     pictures.append(Image.new("RGB", (150, 120), (30, 90, 200)))
     exports = detector_onnx.EXPORTS
     onnx = Detector(DetectConfig(device="cpu"), weights)
-    assert onnx.backend == "onnx" and detector_onnx.EXPORTS == exports + 1
+    assert onnx.backend == "onnx" and exports + 1 == detector_onnx.EXPORTS
     assert Detector(DetectConfig(device="cpu", max_objects=3), weights).backend == "onnx"
-    assert detector_onnx.EXPORTS == exports + 1  # cached
+    assert exports + 1 == detector_onnx.EXPORTS  # cached
     torch_run = Detector(DetectConfig(device="cpu", backend="torch"), weights)
     assert torch_run.backend == "torch"
     found, want = onnx.detect_many(pictures), torch_run.detect_many(pictures)

@@ -1,0 +1,39 @@
+"""The CLI's build loads a new index's models while Prefect starts: the same models the run asks
+for, none for an existing index or a cluster run."""
+
+from __future__ import annotations
+
+from laminae.flows.build import preload_models
+from laminae.tasks.config import BuildSettings
+from laminae.tasks.embed.embedders import load_embedder
+from laminae.tasks.embed.runtime import forget_models, loaded_models
+from laminae.tasks.nodes.image_text import recognizer_slots, workers
+from laminae.tasks.nodes.objects import Detector, resolve_weights
+from laminae.tasks.parse.ocr import recognizer
+from laminae.tasks.storage.index_store import IndexStore
+
+
+def test_a_new_index_has_its_models_loaded_as_the_run_asks_for_them(tmp_path):
+    settings = BuildSettings()
+    forget_models()
+    thread = preload_models(str(tmp_path / "new"), settings)
+    assert thread is not None
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    held = set(loaded_models())
+    assert {key[0] for key in held} >= {"onnx", "yolo", "rapidocr"}, held
+    assert not (tmp_path / "new").exists()  # nothing written for an index the run has not created
+    # what the run then asks for is what was loaded: nothing new
+    load_embedder(settings.embed)
+    Detector(settings.detect, resolve_weights(settings.detect), settings.embed.threads)
+    for slot, threads in recognizer_slots(settings.ocr, workers(settings.ocr)):
+        recognizer(settings.ocr, slot, threads)
+    assert set(loaded_models()) == held
+
+
+def test_no_preload_for_an_existing_index_or_a_cluster(tmp_path):
+    IndexStore(tmp_path / "old").remember(embedder={"model_id": "m", "dim": 4, "image_mode": "text"})
+    forget_models()
+    assert preload_models(str(tmp_path / "old"), BuildSettings()) is None
+    assert preload_models(str(tmp_path / "new"), BuildSettings(runner={"kind": "dask"})) is None
+    assert not loaded_models()
