@@ -2,7 +2,7 @@
 
 Importing this package sets quiet, offline Prefect defaults (each only if not already set):
 a ``PREFECT_HOME`` inside laminae's cache, no telemetry, a generous ephemeral-server start-up
-timeout, and laminae's loggers forwarded into Prefect's run logs.
+timeout, and laminae's loggers forwarded into Prefect's run logs (printed only, outside a run).
 """
 
 import os
@@ -16,6 +16,9 @@ for _key, _value in {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "PREFECT_LOGGING_EXTRA_LOGGERS": "laminae",
+    # laminae's loggers also speak outside a flow run (the models preloaded while Prefect starts):
+    # printed, not sent to the API, and no warning that they could not be
+    "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",

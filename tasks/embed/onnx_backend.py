@@ -41,6 +41,7 @@ from laminae.tasks.embed.runtime import (
     EmbedderInfo,
     default_model_path,
     loaded_once,
+    session_options,
     usable_cores,
 )
 
@@ -335,13 +336,8 @@ def _session(path: Path, providers: list, threads: int):
     def load():
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
         try:
-            return ort.InferenceSession(str(path), options, providers=providers)
+            return ort.InferenceSession(str(path), session_options(threads), providers=providers)
         except Exception as exc:
             raise EmbedderConfigError(
                 f"onnxruntime cannot load {path}: {exc}. Delete the file to export the model again"

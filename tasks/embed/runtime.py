@@ -89,6 +89,23 @@ _LOADED: dict[tuple, object] = {}
 _LOADING = threading.RLock()
 
 
+def session_options(threads: int):
+    """ONNX Runtime session options for ``threads`` intra-op threads (0: its default) that sleep
+    between calls instead of spinning: a spinning pool holds its cores while the build's other
+    threads (the next batch's parse, another process) wait for them. 2,000 texts through the int8
+    embedder beside another build: 6.2-6.3 s without spinning against 9.9-12.2 s with it."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
+
+
 def loaded_once(key: tuple, load: Callable[[], T]) -> T:
     """The model ``load()`` returns for ``key`` (backend, path, device, ...), loaded once per process:
     every embedder, session, detector and summarizer of the builder is held here, and two threads

@@ -144,6 +144,9 @@ def test_second_construction_reuses_the_cached_export(tiny, cache):
     second = OnnxTextEmbedder(cfg(tiny))
     assert exports() == before + 1 and path.stat().st_mtime_ns == stamp
     assert np.array_equal(first.embed(TEXTS), second.embed(TEXTS))
+    options = first._session.get_session_options()  # threads that sleep between calls
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == first.threads
 
     script = (
         "import sys, laminae.tasks.embed.onnx_backend as m\n"
