@@ -215,8 +215,8 @@ class OcrConfig(BaseModel):
     upside_down: bool = Field(False, description="Run PP-OCR's angle classifier on each line to read text "
                               "turned upside down; off by default: it turns some upright lines over (measured in "
                               "bench/ocr.py), and pictures and scans are upright far more often.")
-    threads: int = Field(0, ge=0, description="ONNX Runtime threads of each recognizer (0: one when pictures are "
-                         "read at once, else ONNX Runtime's default).")
+    threads: int = Field(0, ge=0, description="ONNX Runtime threads of each recognizer (0: one where workers is "
+                         "above 1, else ONNX Runtime's default).")
     workers: int = Field(0, ge=0, description="Pictures of a batch read at once, each by its own recognizer: a "
                          "second thread speeds one picture up little (1.05-1.12x on wtq-dev's pictures) while two "
                          "pictures at once read 1.8x as fast; 0: the cores this process may run on.")

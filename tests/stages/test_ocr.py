@@ -152,6 +152,12 @@ def test_pictures_read_at_once_read_as_one_at_a_time(tmp_path, monkeypatch):
     assert [p["url"] for p in two.problems] == [images[-1]["image_url"]]
     assert ("rapidocr", image_text.ENGINE, "cpu", 1, OcrConfig().detect_side, 1) in loaded_models()
     assert image_text.workers(OcrConfig()) == len(os.sched_getaffinity(0))
+    pair = set(engines)
+    engines.clear()
+    lone = read_image_text([dict(images[0])], raw, IndexFiles(tmp_path / "lone"), OcrConfig(workers=2),
+                           "run2", id_maker)
+    assert lone.rows == [r for r in one.rows if r["parent_id"] == "c0"]
+    assert len(engines) == 1 and engines <= pair  # one picture is read by slot 0: no third recognizer
 
 
 def test_a_document_reads_its_largest_pictures_first(tmp_path):
