@@ -116,7 +116,7 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
             load_embedder(settings.embed)
             weights = resolve_weights(settings.detect) if settings.detect.enabled else None
             if weights is not None:
-                Detector(settings.detect, weights, settings.embed.threads)
+                Detector(settings.detect, weights, settings.embed.threads, settings.embed.spin)
             if settings.ocr.enabled:
                 for slot, threads in recognizer_slots(settings.ocr, workers(settings.ocr)):
                     recognizer(settings.ocr, slot, threads)

@@ -150,9 +150,14 @@ class EmbedConfig(BaseModel):
         "auto", description="auto: fp16 on GPU, fp32 on CPU."
     )
     batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 8 for the ONNX backend on CPU "
-                            "(1.4x the texts/s of 64: small batches stay in the cores' caches), 64 for torch on "
-                            "CPU, 256 on GPU.")
+                            "(1.1x the texts/s of 64 on wtq-dev's texts), 64 for torch on CPU, 256 on GPU.")
     threads: int = Field(0, ge=0, description="torch CPU threads; 0: the cores this process may run on.")
+    spin: Literal["auto", "on", "off"] = Field(
+        "auto", description="ONNX Runtime's threads (the embedder's and the ONNX detector's) spin between "
+        "calls (on) or sleep (off). Spinning is faster on an idle machine (wtq-dev build 142 s against 154) "
+        "and slower beside other work, whose cores it holds (2,000 texts beside another build 9.9-12.2 s "
+        "against 6.2). auto: spin when the machine is idle as the model loads (1-minute load average under "
+        "half the cores this process may run on).")
     max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")
     cache_slack: float = Field(
         0.25, ge=0, description="The embedding cache (vectors by content, reused by refreshes) is pruned "

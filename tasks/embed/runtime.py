@@ -9,6 +9,7 @@ and it imports none of them.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import threading
@@ -89,11 +90,25 @@ _LOADED: dict[tuple, object] = {}
 _LOADING = threading.RLock()
 
 
-def session_options(threads: int):
-    """ONNX Runtime session options for ``threads`` intra-op threads (0: its default) that sleep
-    between calls instead of spinning: a spinning pool holds its cores while the build's other
-    threads (the next batch's parse, another process) wait for them. 2,000 texts through the int8
-    embedder beside another build: 6.2-6.3 s without spinning against 9.9-12.2 s with it."""
+def spins(setting: str) -> bool:
+    """Whether ONNX Runtime's threads spin between calls (``EmbedConfig.spin``): on an idle machine
+    a spinning pool answers the next call at once; beside other work it holds cores the others
+    wait for. auto: the 1-minute load average is under half the usable cores when the process
+    first asks."""
+    if setting != "auto":
+        return setting == "on"
+    return _idle_at_start()
+
+
+@functools.cache
+def _idle_at_start() -> bool:
+    """Decided once per process, as its first model loads: its models then keep one key each."""
+    return os.getloadavg()[0] < usable_cores() / 2
+
+
+def session_options(threads: int, spin: bool = False):
+    """ONNX Runtime session options: ``threads`` intra-op threads (0: its default), spinning
+    between calls or sleeping (``spins``), all graph optimizations."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -101,8 +116,8 @@ def session_options(threads: int):
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin else "0")
     return options
 
 

@@ -81,8 +81,8 @@ def _offline_ultralytics() -> None:
 class Detector:
     """A YOLO model loaded once per process; ``detect`` returns boxes per image."""
 
-    def __init__(self, cfg: DetectConfig, weights: Weights, threads: int = 0) -> None:
-        from laminae.tasks.embed.runtime import resolve_device
+    def __init__(self, cfg: DetectConfig, weights: Weights, threads: int = 0, spin: str = "auto") -> None:
+        from laminae.tasks.embed.runtime import resolve_device, spins
 
         self.cfg = cfg
         self.weights = weights
@@ -98,10 +98,12 @@ class Detector:
             ultralytics.settings.update({"sync": False})
             model = YOLO(path, task="detect")
             if self.backend == "onnx" and self.device == "cpu":
-                _quiet_session(model, path, threads)
+                _own_session(model, path, threads, spinning)
             return model
 
-        self.model = loaded_once(("yolo", path, self.device, threads if self.backend == "onnx" else None), load)
+        spinning = spins(spin)
+        self.model = loaded_once(("yolo", path, self.device, *((threads, spinning) if self.backend == "onnx" else ())),
+                                 load)
 
     def inference_size(self, width: int, height: int) -> int:
         """The picture's longest side rounded up to the model's stride, within [MIN_INFERENCE_PX,
@@ -178,11 +180,11 @@ def _exported(weights: str, image_size: int, cache: str) -> tuple[str | None, st
         return None, str(exc)
 
 
-def _quiet_session(model, path: str, threads: int) -> None:
+def _own_session(model, path: str, threads: int, spin: bool) -> None:
     """Give ultralytics' ONNX Runtime session laminae's thread options (``session_options``:
-    ``threads``, no spinning; ultralytics takes none): its predictor is set up on a blank picture,
-    then its session is made again. wtq-dev's thumbnails beside another build: 32-33 ms a picture
-    against 41-43 with ultralytics' session. Left as it is when ultralytics is laid out otherwise."""
+    ``threads``, spinning or not; ultralytics takes none): its predictor is set up on a blank
+    picture, then its session is made again. wtq-dev's thumbnails beside another build: 32-33 ms a
+    picture sleeping against 41-43 spinning. Left as it is when ultralytics is laid out otherwise."""
     from PIL import Image
 
     from laminae.tasks.embed.runtime import session_options
@@ -194,7 +196,7 @@ def _quiet_session(model, path: str, threads: int) -> None:
         return
     import onnxruntime as ort
 
-    backend.session = ort.InferenceSession(path, session_options(threads), providers=["CPUExecutionProvider"])
+    backend.session = ort.InferenceSession(path, session_options(threads, spin), providers=["CPUExecutionProvider"])
 
 
 def worth_detecting(image, cfg: DetectConfig) -> bool:
@@ -286,7 +288,7 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
             continue
         if detector is None:
             try:
-                detector = Detector(settings.detect, weights, settings.embed.threads)
+                detector = Detector(settings.detect, weights, settings.embed.threads, settings.embed.spin)
             except ImportError as exc:
                 problems.append(error_row(run_id, None, "detect", "detector_unavailable",
                                           f"ultralytics cannot be imported ({exc}); install the ml extra",

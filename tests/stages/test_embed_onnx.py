@@ -144,9 +144,10 @@ def test_second_construction_reuses_the_cached_export(tiny, cache):
     second = OnnxTextEmbedder(cfg(tiny))
     assert exports() == before + 1 and path.stat().st_mtime_ns == stamp
     assert np.array_equal(first.embed(TEXTS), second.embed(TEXTS))
-    options = first._session.get_session_options()  # threads that sleep between calls
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    assert options.intra_op_num_threads == first.threads
+    for spin, entry in (("off", "0"), ("on", "1")):  # threads that sleep or spin between calls
+        options = OnnxTextEmbedder(cfg(tiny, spin=spin))._session.get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == entry
+        assert options.intra_op_num_threads == 1
 
     script = (
         "import sys, laminae.tasks.embed.onnx_backend as m\n"

@@ -61,8 +61,10 @@ def test_the_onnx_detector_finds_what_torch_finds_and_is_exported_once(tmp_path,
     assert onnx.backend == "onnx" and exports + 1 == detector_onnx.EXPORTS
     assert Detector(DetectConfig(device="cpu", max_objects=3), weights).backend == "onnx"
     assert exports + 1 == detector_onnx.EXPORTS  # cached
-    options = onnx.model.predictor.model.backend.session.get_session_options()  # laminae's, not ultralytics'
+    quiet = Detector(DetectConfig(device="cpu"), weights, threads=1, spin="off")
+    options = quiet.model.predictor.model.backend.session.get_session_options()  # laminae's, not ultralytics'
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == 1
     torch_run = Detector(DetectConfig(device="cpu", backend="torch"), weights)
     assert torch_run.backend == "torch"
     found, want = onnx.detect_many(pictures), torch_run.detect_many(pictures)

@@ -25,7 +25,7 @@ def test_a_new_index_has_its_models_loaded_as_the_run_asks_for_them(tmp_path):
     assert not (tmp_path / "new").exists()  # nothing written for an index the run has not created
     # what the run then asks for is what was loaded: nothing new
     load_embedder(settings.embed)
-    Detector(settings.detect, resolve_weights(settings.detect), settings.embed.threads)
+    Detector(settings.detect, resolve_weights(settings.detect), settings.embed.threads, settings.embed.spin)
     for slot, threads in recognizer_slots(settings.ocr, workers(settings.ocr)):
         recognizer(settings.ocr, slot, threads)
     assert set(loaded_models()) == held
