@@ -102,6 +102,9 @@ def prepare_index(index: str, settings: BuildSettings, reuse: bool = False, reem
     return {**embedder.info.as_metadata(), "device": embedder.device}
 
 
+_PRELOADING: list[threading.Thread] = []
+
+
 def preload_models(index: str, settings: BuildSettings) -> threading.Thread | None:
     """Load the models a new index's batches run (embedder, detector, recognizers) on a thread of
     their own, started before the flow: Prefect then starts its temporary API server (about 4 s
@@ -125,7 +128,16 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
 
     thread = threading.Thread(target=load, name="laminae-preload", daemon=True)
     thread.start()
+    _PRELOADING.append(thread)
     return thread
+
+
+def await_preload() -> None:
+    """Wait for this process's preloading thread, before the run loads anything itself: two threads
+    importing one package at once can see it half initialized (transformers' lazy modules: "cannot
+    import name 'AutoTokenizer'" when the flow started at once on an already running API server)."""
+    while _PRELOADING:
+        _PRELOADING.pop().join()
 
 
 @task(name="process-batch", cache_policy=NO_CACHE)
@@ -390,6 +402,7 @@ def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: st
 
 def _prepare(run: _Run) -> None:
     """Whether this run rebuilds every page's nodes, and the embedder (loaded only where needed)."""
+    await_preload()
     built = IndexStore(run.index).metadata()
     # nodes built by another serialization (say, before tables had heading nodes) are rebuilt from
     # their pages, unchanged or not; texts that did not change come from the embedding cache

@@ -3,7 +3,7 @@ for, none for an existing index or a cluster run."""
 
 from __future__ import annotations
 
-from laminae.flows.build import preload_models
+from laminae.flows.build import await_preload, preload_models
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.embed.embedders import load_embedder
 from laminae.tasks.embed.runtime import forget_models, loaded_models
@@ -18,7 +18,7 @@ def test_a_new_index_has_its_models_loaded_as_the_run_asks_for_them(tmp_path):
     forget_models()
     thread = preload_models(str(tmp_path / "new"), settings)
     assert thread is not None
-    thread.join(timeout=300)
+    await_preload()  # what the run does before it loads anything itself
     assert not thread.is_alive()
     held = set(loaded_models())
     assert {key[0] for key in held} >= {"onnx", "yolo", "rapidocr"}, held
