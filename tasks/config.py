@@ -183,6 +183,10 @@ class DetectConfig(BaseModel):
                             "picture runs at its own size rounded up to 32 (at least 128), never upsampled.")
     min_image_px: int = Field(48, ge=1, description="Pictures with a side shorter than this (icons, bullets) "
                               "and blank ones are not run through the detector.")
+    flat_colours: int = Field(256, ge=0, description="Pictures of at most this many distinct colours (drawings: "
+                              "logos, flags, charts, diagrams, text cards, palette GIFs) are not run through the "
+                              "detector, whose people and objects are photographed ones; photographs have "
+                              "thousands of colours. 0: every picture is run (a detector trained on drawings).")
     batch_size: int = Field(8, ge=1, le=256, description="Pictures of one size per forward pass.")
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
     backend: Literal["auto", "onnx", "torch"] = Field(

@@ -201,11 +201,13 @@ def _own_session(model, path: str, threads: int, spin: bool) -> None:
 
 def worth_detecting(image, cfg: DetectConfig) -> bool:
     """False for a picture too small to hold a box of ``min_box_px`` twice over (icons, bullets,
-    spacers) or so plain (one flat colour, a blank) that there is nothing to find: a cheap check on
-    a thumbnail instead of a forward pass."""
+    spacers), so plain (one flat colour, a blank) that there is nothing to find, or drawn in at most
+    ``flat_colours`` colours: cheap checks instead of a forward pass."""
     from PIL import ImageStat
 
     if min(image.size) < max(cfg.min_image_px, 2 * cfg.min_box_px):
+        return False
+    if cfg.flat_colours and image.getcolors(cfg.flat_colours) is not None:  # None: more colours than that
         return False
     thumb = image.convert("L").resize((32, 32))
     return max(ImageStat.Stat(thumb).stddev) >= PLAIN_STDDEV
@@ -303,7 +305,7 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
                 edges.extend(new_edges)
                 image["detected"] = True
     if todo:
-        log.info("detect: %d pictures (%d distinct), %d skipped as too small or blank", len(todo),
+        log.info("detect: %d pictures (%d distinct), %d skipped as too small, blank or drawn in few colours", len(todo),
                  len(pictures), skipped)
     return rows, edges, problems
 

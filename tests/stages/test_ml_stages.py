@@ -134,6 +134,24 @@ def test_batched_detection_matches_one_picture_at_a_time_and_keeps_the_threads(t
     assert [worth_detecting(p, cfg) for p in (pictures[0], small, blank, icon)] == [True, True, False, False]
 
 
+def test_pictures_drawn_in_few_colours_are_not_run_through_the_detector():
+    from PIL import Image, ImageDraw
+
+    with open(_asset("zidane.jpg"), "rb") as fh:
+        photo = load_image(fh.read()).resize((320, 180))
+    drawing = Image.new("RGB", (320, 180), "white")
+    pen = ImageDraw.Draw(drawing)
+    pen.ellipse((20, 20, 160, 160), outline="navy", width=4)
+    pen.text((40, 80), "PLACEHOLDER", fill="black")
+    as_gif = photo.quantize(256).convert("RGB")  # a photograph saved with a 256-colour palette
+    assert len(drawing.getcolors(1 << 24)) > 2 and len(photo.getcolors(1 << 24)) > 1000
+    cfg = DetectConfig()
+    assert [worth_detecting(p, cfg) for p in (photo, drawing, as_gif)] == [True, False, False]
+    every = DetectConfig(flat_colours=0)
+    assert [worth_detecting(p, every) for p in (photo, drawing, as_gif)] == [True, True, True]
+    assert worth_detecting(photo.quantize(128).convert("RGB"), DetectConfig(flat_colours=64))
+
+
 def test_a_picture_shown_on_several_pages_is_detected_once(tmp_path, monkeypatch):
     from laminae.tasks.config import BuildSettings
     from laminae.tasks.nodes.objects import detect_stage
