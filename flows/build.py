@@ -36,6 +36,7 @@ from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl
 from laminae.tasks.crawl.hosts import seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
+from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
 from laminae.tasks.nodes.image_text import recognizer_slots, workers
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import Detector, resolve_weights
@@ -116,7 +117,9 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
 
     def load() -> None:
         try:
-            load_embedder(settings.embed)
+            embedder = load_embedder(settings.embed)
+            if isinstance(embedder, OnnxTextEmbedder):
+                embedder.load_workers()
             weights = resolve_weights(settings.detect) if settings.detect.enabled else None
             if weights is not None:
                 Detector(settings.detect, weights, settings.embed.threads, settings.embed.spin)

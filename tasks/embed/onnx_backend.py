@@ -24,11 +24,13 @@ import inspect
 import json
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
 import uuid
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +70,8 @@ EXPORTS = 0  # exports done by this process (the tests read it)
 # out nearer fp32 (per-tensor activation scales over fewer texts: cosine 0.9929 against 0.9926)
 CPU_BATCH = 8
 _LOCK = threading.Lock()
+# On the CPU each of ``threads`` sessions runs one thread and its own batches: on the same 4,000
+# texts (two cores) 6.0-6.1 s against 7.0 s for one session of two spinning threads, 8.1 s sleeping
 _DIGESTS: dict[tuple, str] = {}
 
 
@@ -333,7 +337,7 @@ def _providers(device: str) -> tuple[str, list]:
     return device, [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
 
 
-def _session(path: Path, providers: list, threads: int, spin: bool):
+def _session(path: Path, providers: list, threads: int, spin: bool, slot: int = 0):
     def load():
         import onnxruntime as ort
 
@@ -344,7 +348,7 @@ def _session(path: Path, providers: list, threads: int, spin: bool):
                 f"onnxruntime cannot load {path}: {exc}. Delete the file to export the model again"
             ) from None
 
-    return loaded_once(("onnx", str(path), repr(providers), threads, spin), load)
+    return loaded_once(("onnx", str(path), repr(providers), threads, spin, slot), load)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, modes: tuple[str, ...]) -> np.ndarray:
@@ -383,13 +387,25 @@ class OnnxTextEmbedder:
         self.device, providers = _providers(self.cfg.device)
         self.batch_size = self.cfg.batch_size or (256 if self.device.startswith("cuda") else CPU_BATCH)
         self.threads = self.cfg.threads or usable_cores()
+        self.workers = 1 if self.device.startswith("cuda") else self.threads
         self.layout = ModelLayout(self.model_path)
         self.onnx_path = self._prepare(base_id.rstrip("/").rsplit("/", 1)[-1])
-        self._session = _session(self.onnx_path, providers, self.threads, spins(self.cfg.spin))
-        self._inputs = [i.name for i in self._session.get_inputs()]
+        self._providers = providers
+        self._spin = spins(self.cfg.spin)
+        self._sessions = [self._worker_session(0)]
+        self._inputs = [i.name for i in self._sessions[0].get_inputs()]
         self._tokenizer = self._load_tokenizer()
         self.max_seq_length = self.layout.max_seq_length or self._model_max_length()
         self.dim = int(self._encode(["probe"]).shape[1])
+
+    def _worker_session(self, slot: int):
+        return _session(self.onnx_path, self._providers, 1 if self.workers > 1 else self.threads, self._spin, slot)
+
+    def load_workers(self) -> None:
+        """Load the sessions that embed batches side by side (one a thread on the CPU); the first
+        call embedding more than one batch does it otherwise, so a reader embedding its queries
+        holds one."""
+        self._sessions = [self._worker_session(slot) for slot in range(self.workers)]
 
     def _prepare(self, name: str) -> Path:
         fp32 = onnx_path(self.model_path, name, quantize=False)
@@ -440,9 +456,8 @@ class OnnxTextEmbedder:
         order = np.argsort(-lengths, kind="stable")
         pad_id = self._tokenizer.pad_token_id or 0
         left = self._tokenizer.padding_side == "left"
-        result = np.empty((len(texts), 0), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
+
+        def run(chunk: np.ndarray, session) -> np.ndarray:
             width = int(lengths[chunk].max())
             feeds = {name: np.full((len(chunk), width), pad_id if name == "input_ids" else 0, dtype=np.int64)
                      for name in self._inputs}
@@ -450,9 +465,29 @@ class OnnxTextEmbedder:
                 span = slice(width - lengths[i], width) if left else slice(0, lengths[i])
                 for name in self._inputs:
                     feeds[name][row, span] = 1 if name == "attention_mask" else enc[name][i]
-            vectors = _pool(self._session.run(None, feeds)[0], feeds["attention_mask"], self.layout.modes)
-            if result.shape[1] == 0:
-                result = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            return _pool(session.run(None, feeds)[0], feeds["attention_mask"], self.layout.modes)
+
+        chunks = [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        if len(chunks) == 1 or self.workers == 1:
+            outputs = [run(chunk, self._sessions[0]) for chunk in chunks]
+        else:
+            if len(self._sessions) < self.workers:
+                self.load_workers()
+            idle: queue.SimpleQueue = queue.SimpleQueue()
+            for session in self._sessions:
+                idle.put(session)
+
+            def on_a_free_session(chunk: np.ndarray) -> np.ndarray:
+                session = idle.get()
+                try:
+                    return run(chunk, session)
+                finally:
+                    idle.put(session)
+
+            with ThreadPoolExecutor(min(self.workers, len(chunks)), thread_name_prefix="embed") as pool:
+                outputs = list(pool.map(on_a_free_session, chunks))
+        result = np.empty((len(texts), outputs[0].shape[1]), dtype=np.float32)
+        for chunk, vectors in zip(chunks, outputs, strict=True):
             result[chunk] = vectors
         return result
 

@@ -145,7 +145,7 @@ def test_second_construction_reuses_the_cached_export(tiny, cache):
     assert exports() == before + 1 and path.stat().st_mtime_ns == stamp
     assert np.array_equal(first.embed(TEXTS), second.embed(TEXTS))
     for spin, entry in (("off", "0"), ("on", "1")):  # threads that sleep or spin between calls
-        options = OnnxTextEmbedder(cfg(tiny, spin=spin))._session.get_session_options()
+        options = OnnxTextEmbedder(cfg(tiny, spin=spin))._sessions[0].get_session_options()
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == entry
         assert options.intra_op_num_threads == 1
 
@@ -160,6 +160,21 @@ def test_second_construction_reuses_the_cached_export(tiny, cache):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", str(path)]
     assert path.stat().st_mtime_ns == stamp
+
+
+def test_cpu_batches_run_side_by_side_on_single_threaded_sessions(tiny, cache):
+    one = OnnxTextEmbedder(cfg(tiny, batch_size=2))
+    three = OnnxTextEmbedder(EmbedConfig(model=tiny, device="cpu", threads=3, max_chars=300, batch_size=2))
+    assert three.workers == 3 and len(three._sessions) == 1  # a reader's query embedder holds one
+    three.embed_query("bread")
+    three.embed(TEXTS[:2])
+    assert len(three._sessions) == 1
+    texts = TEXTS * 5
+    got = three.embed(texts)
+    assert len(three._sessions) == 3 and len({id(s) for s in three._sessions}) == 3
+    assert [s.get_session_options().intra_op_num_threads for s in three._sessions] == [1, 1, 1]
+    assert np.allclose(got, one.embed(texts), atol=1e-6)
+    assert np.allclose(got[:len(TEXTS)], got[len(TEXTS):2 * len(TEXTS)], atol=1e-6)
 
 
 def test_a_changed_model_gets_a_new_export(tmp_path, cache):
