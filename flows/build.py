@@ -40,8 +40,9 @@ from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
 from laminae.tasks.nodes.image_text import recognizer_slots, workers
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import Detector, resolve_weights
+from laminae.tasks.nodes.pages import ready
 from laminae.tasks.parse import PARSER_VERSION
-from laminae.tasks.parse.isolated import close_pools
+from laminae.tasks.parse.isolated import close_pools, worker_pool
 from laminae.tasks.parse.ocr import recognizer
 from laminae.tasks.pipeline import BatchWork, parse_batch, process_batch, timed
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
@@ -107,15 +108,20 @@ _PRELOADING: list[threading.Thread] = []
 
 
 def preload_models(index: str, settings: BuildSettings) -> threading.Thread | None:
-    """Load the models a new index's batches run (embedder, detector, recognizers) on a thread of
-    their own, started before the flow: Prefect then starts its temporary API server (about 4 s
-    here, the process waiting on it) while they load, and the run's own loads find them loaded
-    (``loaded_once``). None for an existing index, whose run may load no model at all, and for
+    """Load the models a new index's batches run (embedder, detector, recognizers) and start its
+    parse worker processes on a thread of their own, started before the flow: Prefect then starts
+    its temporary API server (about 4 s here, the process waiting on it) meanwhile, and the run's
+    own loads find them loaded (``loaded_once``), its first pages parsed by started workers. None for an existing index, whose run may load no model at all, and for
     batches that run on a cluster. A load that fails is left to the run, which raises it."""
     if settings.runner.kind != "local" or IndexFiles(index).read_text(META_FILE) is not None:
         return None
 
     def load() -> None:
+        starting = None
+        if settings.runner.parse_workers:  # worker processes start and import (about 3 s) beside the loads
+            pool = worker_pool(settings.runner.parse_workers)
+            starting = threading.Thread(target=pool.map, args=(ready, [()] * pool.workers), daemon=True)
+            starting.start()
         try:
             embedder = load_embedder(settings.embed)
             if isinstance(embedder, OnnxTextEmbedder):
@@ -128,6 +134,8 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
                     recognizer(settings.ocr, slot, threads)
         except Exception:  # noqa: BLE001 - loaded again by the stage that needs it, which reports it
             log.debug("preloading the models failed; the run loads them itself", exc_info=True)
+        if starting is not None:
+            starting.join()
 
     thread = threading.Thread(target=load, name="laminae-preload", daemon=True)
     thread.start()

@@ -9,6 +9,7 @@ from laminae.tasks.embed.embedders import load_embedder
 from laminae.tasks.embed.runtime import forget_models, loaded_models
 from laminae.tasks.nodes.image_text import recognizer_slots, workers
 from laminae.tasks.nodes.objects import Detector, resolve_weights
+from laminae.tasks.parse.isolated import close_pools, worker_pool
 from laminae.tasks.parse.ocr import recognizer
 from laminae.tasks.storage.index_store import IndexStore
 
@@ -23,12 +24,15 @@ def test_a_new_index_has_its_models_loaded_as_the_run_asks_for_them(tmp_path):
     held = set(loaded_models())
     assert {key[0] for key in held} >= {"onnx", "yolo", "rapidocr"}, held
     assert not (tmp_path / "new").exists()  # nothing written for an index the run has not created
+    pool = worker_pool(settings.runner.parse_workers)
+    assert settings.runner.parse_workers and len(pool.pids()) == settings.runner.parse_workers
     # what the run then asks for is what was loaded: nothing new
-    load_embedder(settings.embed)
+    load_embedder(settings.embed).embed(["rye bread"] * 64)  # batches side by side: every session
     Detector(settings.detect, resolve_weights(settings.detect), settings.embed.threads, settings.embed.spin)
     for slot, threads in recognizer_slots(settings.ocr, workers(settings.ocr)):
         recognizer(settings.ocr, slot, threads)
     assert set(loaded_models()) == held
+    close_pools()
 
 
 def test_no_preload_for_an_existing_index_or_a_cluster(tmp_path):
