@@ -456,11 +456,24 @@ def _plan_pages(run: _Run) -> None:
     store.upsert("fetches", [fetch_row(r, run.run_id) for r in run.failed_fetches])
 
 
+def batch_bounds(count: int, size: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of the batches of ``count`` pages: ``size`` pages each, but a quarter of that
+    in the first when there are more, whose parse is the one step nothing runs beside (a local run
+    parses the next batch while it processes one)."""
+    if count <= size:
+        return [(0, count)] if count else []
+    bounds, start = [], 0
+    end = -(-size // 4)
+    while start < count:
+        bounds.append((start, min(end, count)))
+        start, end = end, end + size
+    return bounds
+
+
 def _write_batches(run: _Run) -> None:
     """The pages in batches through the stages, each written as it comes."""
     seed_hosts = {seed_scope(s.url) for s in run.seeds}
-    size = run.cfg.batch_documents
-    batches = [run.pages[i : i + size] for i in range(0, len(run.pages), size)]
+    batches = [run.pages[start:end] for start, end in batch_bounds(len(run.pages), run.cfg.batch_documents)]
     for stage in ("parse", "write"):
         progress.current().expect(stage, len(run.pages))
     seen: set[str] = set()

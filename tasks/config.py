@@ -329,7 +329,8 @@ class BuildSettings(BaseSettings):
     ocr: OcrConfig = Field(default_factory=OcrConfig)
     video: VideoConfig = Field(default_factory=VideoConfig)
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
-    batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task).")
+    batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task); the "
+                                 "first batch of a longer run has a quarter of them, so the pipeline fills sooner.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     keep_manifests: int = Field(
