@@ -149,14 +149,15 @@ class EmbedConfig(BaseModel):
     precision: Literal["auto", "fp32", "fp16", "bf16"] = Field(
         "auto", description="auto: fp16 on GPU, fp32 on CPU."
     )
-    batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 8 for the ONNX backend on CPU "
-                            "(1.1x the texts/s of 64 on wtq-dev's texts), 64 for torch on CPU, 256 on GPU.")
+    batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 4 for the ONNX backend on CPU "
+                            "(1.25x the texts/s of 32, 1.05x that of 8 on wtq-dev's texts), 64 for torch on CPU, "
+                            "256 on GPU.")
     threads: int = Field(0, ge=0, description="torch CPU threads; 0: the cores this process may run on.")
     spin: Literal["auto", "on", "off"] = Field(
-        "auto", description="ONNX Runtime's threads (the embedder's and the ONNX detector's) spin between "
-        "calls (on) or sleep (off). Spinning is faster on an idle machine (wtq-dev build 142 s against 154) "
-        "and slower beside other work, whose cores it holds (2,000 texts beside another build 9.9-12.2 s "
-        "against 6.2). auto: spin when the machine is idle as the model loads (1-minute load average under "
+        "auto", description="ONNX Runtime's threads spin between calls (on) or sleep (off): the ONNX "
+        "detector's, and the embedder's where one session runs several threads (on CPU each runs one). "
+        "Spinning is faster on an idle machine and slower beside other work, whose cores it holds (the "
+        "detector beside another build: 41-43 against 32-33 ms a thumbnail). auto: spin when the machine is idle as the model loads (1-minute load average under "
         "half the cores this process may run on).")
     max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")
     cache_slack: float = Field(

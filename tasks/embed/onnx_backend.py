@@ -65,13 +65,14 @@ _LEGACY_POOLING_KEYS = {  # sentence-transformers' concatenation order
 }
 
 EXPORTS = 0  # exports done by this process (the tests read it)
-# texts per call on the CPU: 4,000 wtq-dev texts (int8, two threads, in one process, alternating)
-# took 7.0-7.2 s in batches of 8 against 7.7-7.8 s in batches of 64; the int8 vectors also come
-# out nearer fp32 (per-tensor activation scales over fewer texts: cosine 0.9929 against 0.9926)
-CPU_BATCH = 8
+# texts per call on the CPU, each of ``threads`` sessions running one thread and its own batches:
+# 6,000 wtq-dev texts (int8, two cores, in one process, alternating) took 7.0-7.1 s in batches of
+# 4 against 7.4 (8), 8.0 (16), 8.9 (32), 7.6 (2) and 8.5 s (1); the int8 vectors also come out
+# nearer fp32 with fewer texts a call (per-tensor activation scales: mean cosine 0.99306 with 4,
+# 0.99295 with 8, 0.99257 with 64). One session of two threads sharing each batch of 8: 7.0 s
+# spinning, 8.1 s sleeping, against 6.0-6.1 s for two single-threaded ones (4,000 texts)
+CPU_BATCH = 4
 _LOCK = threading.Lock()
-# On the CPU each of ``threads`` sessions runs one thread and its own batches: on the same 4,000
-# texts (two cores) 6.0-6.1 s against 7.0 s for one session of two spinning threads, 8.1 s sleeping
 _DIGESTS: dict[tuple, str] = {}
 
 
