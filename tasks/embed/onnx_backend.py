@@ -24,13 +24,11 @@ import inspect
 import json
 import logging
 import os
-import queue
 import shutil
 import tempfile
 import threading
 import uuid
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +41,7 @@ from laminae.tasks.embed.runtime import (
     EmbedderInfo,
     default_model_path,
     loaded_once,
+    on_free_models,
     session_options,
     spins,
     usable_cores,
@@ -474,19 +473,7 @@ class OnnxTextEmbedder:
         else:
             if len(self._sessions) < self.workers:
                 self.load_workers()
-            idle: queue.SimpleQueue = queue.SimpleQueue()
-            for session in self._sessions:
-                idle.put(session)
-
-            def on_a_free_session(chunk: np.ndarray) -> np.ndarray:
-                session = idle.get()
-                try:
-                    return run(chunk, session)
-                finally:
-                    idle.put(session)
-
-            with ThreadPoolExecutor(min(self.workers, len(chunks)), thread_name_prefix="embed") as pool:
-                outputs = list(pool.map(on_a_free_session, chunks))
+            outputs = [done.result() for done in on_free_models(self._sessions, run, chunks, "embed")]
         result = np.empty((len(texts), outputs[0].shape[1]), dtype=np.float32)
         for chunk, vectors in zip(chunks, outputs, strict=True):
             result[chunk] = vectors

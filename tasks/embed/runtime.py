@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -86,6 +88,9 @@ def torch_threads(configured: int = 0) -> int:
 
 
 T = TypeVar("T")
+M = TypeVar("M")
+Item = TypeVar("Item")
+R = TypeVar("R")
 _LOADED: dict[tuple, object] = {}
 _LOADING = threading.RLock()
 
@@ -119,6 +124,27 @@ def session_options(threads: int, spin: bool = False):
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin else "0")
     return options
+
+
+def on_free_models(models: Sequence[M], run: Callable[[Item, M], R], items: Sequence[Item],
+                   name: str) -> list[Future[R]]:
+    """``run(item, model)`` for every item, as many at once as there are ``models`` (sessions or
+    engines that each run one call at a time), each call on a model no other running call holds.
+    Returns when every call has ended: their futures, in item order (a call's exception is in
+    its future)."""
+    free: queue.SimpleQueue = queue.SimpleQueue()
+    for model in models:
+        free.put(model)
+
+    def on_a_free_model(item: Item) -> R:
+        model = free.get()
+        try:
+            return run(item, model)
+        finally:
+            free.put(model)
+
+    with ThreadPoolExecutor(max(1, min(len(models), len(items))), thread_name_prefix=name) as pool:
+        return [pool.submit(on_a_free_model, item) for item in items]
 
 
 def loaded_once(key: tuple, load: Callable[[], T]) -> T:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from laminae.schemas.ids import content_hash, digest
@@ -27,7 +25,7 @@ from laminae.schemas.pictures import load_image, raster_picture
 from laminae.schemas.storage import IndexFiles
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import OcrConfig
-from laminae.tasks.embed.runtime import usable_cores
+from laminae.tasks.embed.runtime import on_free_models, usable_cores
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
 from laminae.tasks.parse.ocr import (
     ENGINE,
@@ -136,35 +134,27 @@ def _readings(same_picture: dict[str, list[dict]], raw: RawStore, files: IndexFi
         readings[key] = [TextLine(t, c, tuple(b), *rest) for t, c, b, *rest in json.loads(cached)["lines"]]
     if not todo:
         return readings
-    n = min(workers(cfg), len(todo))
-    engines: queue.SimpleQueue = queue.SimpleQueue()
-    for slot, threads in recognizer_slots(cfg, n):  # loaded here: a missing extra raises before any read
-        engines.put(recognizer(cfg, slot, threads))
+    slots = recognizer_slots(cfg, min(workers(cfg), len(todo)))
+    engines = [recognizer(cfg, slot, threads) for slot, threads in slots]  # a missing extra raises here
 
-    def read(key: str) -> list[TextLine]:
-        engine = engines.get()
+    def read(key: str, engine) -> list[TextLine]:
+        return read_lines(load_image(raw.get(key)), cfg, engine)
+
+    for key, done in zip(todo, on_free_models(engines, read, todo, "ocr"), strict=True):
         try:
-            return read_lines(load_image(raw.get(key)), cfg, engine)
-        finally:
-            engines.put(engine)
-
-    with ThreadPoolExecutor(n, thread_name_prefix="ocr") as pool:
-        futures = {key: pool.submit(read, key) for key in todo}
-        for key in todo:
-            try:
-                lines = futures[key].result()
-            except OcrUnavailable:
-                raise
-            except Exception as exc:  # one unreadable picture must not stop the batch
-                out.problems.extend(error_row(run_id, image["image_url"], "ocr", "ocr_failed",
-                                              f"{type(exc).__name__}: {exc}", document=image["document_id"])
-                                    for image in same_picture[key])
-                readings[key] = None
-                continue
-            out.read += 1
-            files.write_text(cache_path(key), json.dumps({"engine": ENGINE, "lines": [
-                [line.text, line.confidence, list(line.bbox), line.read] for line in lines]}))
-            readings[key] = lines
+            lines = done.result()
+        except OcrUnavailable:
+            raise
+        except Exception as exc:  # one unreadable picture must not stop the batch
+            out.problems.extend(error_row(run_id, image["image_url"], "ocr", "ocr_failed",
+                                          f"{type(exc).__name__}: {exc}", document=image["document_id"])
+                                for image in same_picture[key])
+            readings[key] = None
+            continue
+        out.read += 1
+        files.write_text(cache_path(key), json.dumps({"engine": ENGINE, "lines": [
+            [line.text, line.confidence, list(line.bbox), line.read] for line in lines]}))
+        readings[key] = lines
     return readings
 
 
