@@ -111,8 +111,9 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
     """Load the models a new index's batches run (embedder, detector, recognizers) and start its
     parse worker processes on a thread of their own, started before the flow: Prefect then starts
     its temporary API server (about 4 s here, the process waiting on it) meanwhile, and the run's
-    own loads find them loaded (``loaded_once``), its first pages parsed by started workers. None for an existing index, whose run may load no model at all, and for
-    batches that run on a cluster. A load that fails is left to the run, which raises it."""
+    own loads find them loaded (``loaded_once``), its first pages parsed by started workers. None
+    for an existing index, whose run may load no model at all, and for batches that run on a
+    cluster. A load that fails is left to the run, which raises it."""
     if settings.runner.kind != "local" or IndexFiles(index).read_text(META_FILE) is not None:
         return None
 

@@ -99,17 +99,16 @@ def _merged_settings(overrides: dict):
 
 def _run_build(seeds: str, index: str, follow_links: int, overrides: dict, reembed: bool = False,
                wait: float | None = None) -> dict:
-    from laminae.flows.build import build_index, preload_models
+    from laminae.flows.build import await_preload, build_index, preload_models
 
     settings = _merged_settings(overrides)
     with _lease(index, "laminae build", wait):
-        preloading = preload_models(index, settings)
+        preload_models(index, settings)
         try:
             return build_index(seeds=seeds, index=index, follow_links=follow_links,
                                settings=settings.model_dump(), reembed=reembed)
         finally:
-            if preloading is not None:
-                preloading.join()
+            await_preload()  # a flow that failed before its own wait leaves the thread running
 
 
 def _lease(index: str, command: str, wait: float | None):

@@ -157,8 +157,8 @@ class EmbedConfig(BaseModel):
         "auto", description="ONNX Runtime's threads spin between calls (on) or sleep (off): the ONNX "
         "detector's, and the embedder's where one session runs several threads (on CPU each runs one). "
         "Spinning is faster on an idle machine and slower beside other work, whose cores it holds (the "
-        "detector beside another build: 41-43 against 32-33 ms a thumbnail). auto: spin when the machine is idle as the model loads (1-minute load average under "
-        "half the cores this process may run on).")
+        "detector beside another build: 41-43 against 32-33 ms a thumbnail). auto: spin when the machine "
+        "is idle as the model loads (1-minute load average under half the cores this process may run on).")
     max_chars: int = Field(4000, ge=16, description="Texts are cut to this many characters first.")
     cache_slack: float = Field(
         0.25, ge=0, description="The embedding cache (vectors by content, reused by refreshes) is pruned "

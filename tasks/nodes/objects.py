@@ -305,8 +305,8 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
                 edges.extend(new_edges)
                 image["detected"] = True
     if todo:
-        log.info("detect: %d pictures (%d distinct), %d skipped as too small, blank or drawn in few colours", len(todo),
-                 len(pictures), skipped)
+        log.info("detect: %d pictures (%d distinct), %d skipped as too small, blank or drawn in few colours",
+                 len(todo), len(pictures), skipped)
     return rows, edges, problems
 
 
