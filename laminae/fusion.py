@@ -8,10 +8,11 @@ only ranks, so a component far ahead in one list and one barely ahead count the 
 model also sees the scores' margins (a similarity against the best of its kind, a BM25 score
 against the best, the share of the question's vocabulary covered) and a prior per component kind.
 
-The weights are fitted by ``bench/fusion_fit.py`` (logistic regression, evidence components as
-positives, over both development sets: table questions and multi-hop passage questions, so that
-neither kind of evidence is sacrificed to the other); ``WEIGHTS_VERSION`` names the fit. The
-scores are the model's probability that a candidate is evidence. The kind priors apply to questions only
+The weights are fitted by ``bench/fusion_fit.py`` to each question's ranking of its candidates
+(a softmax over them per gold item), over both development sets: table questions, and multi-hop
+passage questions as ``retrieve`` and the local hop rank them, weighed so that neither kind of
+evidence is sacrificed to the other; then scaled so that a score is the probability that a
+candidate is evidence (Platt). ``WEIGHTS_VERSION`` names the fit. The kind priors apply to questions only
 (``is_question``): the fit saw only questions, and a keyword query says nothing about wanting a table.
 How-to questions (``is_procedural``: "how do I...", "how to...") are scored by weights of their own,
 fitted on the how-to questions of documentation sites, over the same evidence plus two facts about
@@ -87,19 +88,19 @@ PROCEDURAL = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|to|is|are)\b
 KINDS: tuple[str, ...] = ("table",)
 
 # Fitted by bench/fusion_fit.py (see its output for the cross-validated quality of this fit).
-WEIGHTS_VERSION = "2026-11-24"
-WEIGHTS = np.array([-0.769088, 5.90308, -0.941243, 168.329, 1.28658, 72.2832, -0.421994, 256.177, 1.2045, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
-KIND_PRIOR: dict[str, float] = {'table': 1.49698}
-INTERCEPT = -10.424
+WEIGHTS_VERSION = "2026-11-27-listwise"
+WEIGHTS = np.array([0.18208, 1.07218, 0.137313, 183.309, -0.510026, 140.915, 2.18908, 156.7, 3.18796, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+KIND_PRIOR: dict[str, float] = {'table': 2.08566}
+INTERCEPT = -11.7868
 
 # How-to questions (is_procedural) get weights of their own, fitted by bench/fusion_fit.py on the
 # how-to questions of the documentation sets (no kind prior): the general weights were fitted on
 # table and multi-hop questions, and fitting one model on all three kinds cost the table questions
 # 0.03 MRR@10 held out while the how-to questions still ranked generated index tables and source
 # listings first.
-HOWTO_WEIGHTS_VERSION = "2026-11-25-howto-page"
-HOWTO_WEIGHTS = np.array([0.442323, 1.79496, 3.57935, 183.672, 1.3539, 104.619, -1.285, 196.424, -0.986293, 0, 0, 0, 0, 0, 0, 0, 1.6572, 2.48644, 2.95053])
-HOWTO_INTERCEPT = -8.79059
+HOWTO_WEIGHTS_VERSION = "2026-11-27-listwise"
+HOWTO_WEIGHTS = np.array([3.27583, 0.411448, 3.00754, 139.733, 0.545276, 67.2642, 2.36506, 108.92, 0.2084, 0, 0, 0, 0, 0, 0, 0, 1.82823, 2.45768, 2.63732])
+HOWTO_INTERCEPT = -10.9224
 
 
 @dataclass

@@ -199,3 +199,45 @@ def test_reads_signals_follows_the_weights(monkeypatch):
         weights[start + 1] = 0.5
         monkeypatch.setattr(fusion, name, weights)
         assert fusion.reads_signals(procedural)
+
+
+def test_the_listwise_fit_ranks_what_pointwise_regression_gets_wrong():
+    """Evidence is the candidate with the highest feature 4 *within its question*, while feature 4
+    shifts from question to question: a pointwise regression over all candidates sees that shift
+    as noise, the ranking fit does not; its calibrated scores are still probabilities."""
+    pytest.importorskip("sklearn", reason="scikit-learn comes with the ml extra")
+    rng = np.random.default_rng(5)
+    items = []
+    for i in range(60):
+        x = rng.normal(size=(25, len(fusion.FEATURES)))
+        x[:, 4] += rng.normal(scale=4.0)  # the question's shift
+        labels = (x[:, 4] == x[:, 4].max())[:, None]
+        items.append({"rows": np.arange(25), "x": x, "kinds": np.array(["paragraph"] * 25), "labels": labels,
+                      "rrf": -np.arange(25.0), "page": f"p{i % 17}"})
+    sets = {"a": items[:30], "b": items[30:]}
+    listwise = fusion_fit.fit(sets, c=1.0)
+    pointwise = fusion_fit.fit(sets, c=1.0, loss="pointwise")
+    assert np.argmax(listwise[0]) == 4
+
+    def mrr(model):
+        return fusion_fit.quality(items, [fusion_fit.served_by(i, model, None) for i in items])[1]
+
+    assert mrr(listwise) > mrr(pointwise) and mrr(listwise) > 0.9
+    probability = np.concatenate([fusion_fit.served_by(i, listwise, None) for i in items])
+    assert abs(probability.mean() - 1 / 25) < 0.01  # one evidence in 25 candidates
+    with pytest.raises(ValueError, match="loss must be one of"):
+        fusion_fit.fit(sets, c=1.0, loss="pairwise")
+
+
+def test_the_listwise_gradient_is_the_loss_derivative():
+    from scipy.optimize import approx_fprime
+
+    rng = np.random.default_rng(2)
+    xs = [rng.normal(size=(6, 3)) for _ in range(4)]
+    labels = [np.zeros((6, 2), dtype=bool) for _ in range(4)]
+    for y in labels:
+        y[0, 0] = y[3, 1] = y[4, 1] = True
+    labels[2][:, 1] = False  # a gold item no ranking found: left out of its question's loss
+    objective = fusion_fit.listwise_objective(xs, labels, np.array([1.0, 2.0, 0.5, 1.0]), c=0.7)
+    beta = rng.normal(size=3)
+    assert np.allclose(objective(beta)[1], approx_fprime(beta, lambda b: objective(b)[0], 1e-7), atol=1e-4)
