@@ -15,12 +15,13 @@ softmax over the question's candidates, standardized features, L2 with ``--c``),
 (Platt) so that its scores stay probabilities; ``--loss pointwise`` is the logistic regression
 over every candidate fitted before. The kinds of question weigh the same in total (tables,
 multi-hop, how-to; the two docs sites share theirs), times ``KIND_WEIGHT``; each model reads its
-own features (``fusion.GENERAL_FEATURES``, ``fusion.HOWTO_FEATURES``). Held-out quality per set (R@10 and MRR@10; for a
-docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and hybridqa-dev by 5 folds that
-hold out whole pages, a docs site by leaving the whole site out (the fit never saw the site, its
-generator or its questions; with one docs site only, by 5 folds of its questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py``
-now and the refit. ``--ablate`` refits without each feature (and without the kind priors) and
-prints what each one is worth per set, held out.
+own features (``fusion.GENERAL_FEATURES``, ``fusion.HOWTO_FEATURES``). Held-out quality per set
+(R@10 and MRR@10; for a docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and
+hybridqa-dev by 5 folds that hold out whole pages, a docs site by leaving the whole site out (the
+fit never saw the site, its generator or its questions; with one docs site only, by 5 folds of its
+questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py`` now and the refit.
+``--ablate`` refits without each feature (and without the kind priors) and prints what each one is
+worth per set, held out.
 
     .venv/bin/python bench/fusion_fit.py --index wtq-dev=DIR --index hybridqa-dev=DIR \
         --index docs-django=DIR --index docs-postgresql=DIR [--ablate] [--write VERSION]
@@ -39,7 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
+if not __package__:  # run as a file: the repository's bench package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import laminae
+from bench.quality import build_index, local_hop_documents
 from laminae import fusion
 from laminae.index import rrf
 
@@ -82,8 +87,7 @@ def gather(name: str, index_dir: Path, hop: bool = False) -> list[dict]:
     """Per question: candidate rows, their features and kinds, the RRF order, gold labels per gold
     item, the question's (first) gold page. The candidates are those of ``retrieve`` over every
     component; with ``hop``, those of the local hop's last move (``bench/quality.py``'s FiF local
-    hop: the components of the question's best 3 documents and of the 10 best documents linked
-    with them, chosen with the weights in ``laminae/fusion.py`` now)."""
+    hop, ``local_hop_documents``, chosen with the weights in ``laminae/fusion.py`` now)."""
     bench = SHARED / name
     score = scorer_module(bench)
     pages = score.Pages(str(bench))
@@ -100,9 +104,7 @@ def gather(name: str, index_dir: Path, hop: bool = False) -> list[dict]:
         golds = score.gold_items(q, pages, "component")
         rows, documents = everything, None
         if hop:
-            start = [h.id for h in index.documents(text, k=3, granularity=2)]
-            documents = start + [h.id for h in index.documents(text, k=10, granularity=2, scope="local",
-                                                               anchors=start)] if start else []
+            documents = local_hop_documents(index, text)
             rows = comps.rows_of_documents(np.array(sorted({g.doc_position[d] for d in documents}), dtype=np.int64))
         evidence = index._fusion_evidence(text, index._query_vector(text), rows, documents, 2, signals=True)
         if evidence is None:
@@ -217,10 +219,11 @@ def fit(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.K
         weigh: dict[str, float] | None = None) -> tuple[np.ndarray, dict[str, float], float]:
     """(feature weights, kind priors, intercept) on the original feature scale; a feature in
     ``drop`` is left out of the fit (weight 0). Each kind of question weighs the same in total
-    (the docs sites share theirs), times its ``weigh`` (default ``KIND_WEIGHT``). ``loss``: ``listwise`` fits the direction of the weights to
-    the ranking (``listwise_direction``), then their scale and the intercept to the labels
-    (``calibrated``), so that a score is still the probability that a candidate is evidence;
-    ``pointwise`` fits one logistic regression over every candidate, the fit before 2026-11-27."""
+    (the docs sites share theirs), times its ``weigh`` (default ``KIND_WEIGHT``). ``loss``:
+    ``listwise`` fits the direction of the weights to the ranking (``listwise_direction``), then
+    their scale and the intercept to the labels (``calibrated``), so that a score is still the
+    probability that a candidate is evidence; ``pointwise`` fits one logistic regression over
+    every candidate, the fit before 2026-11-27."""
     from sklearn.linear_model import LogisticRegression
 
     weigh = KIND_WEIGHT if weigh is None else weigh
@@ -261,8 +264,8 @@ def listwise_direction(xs: list[np.ndarray], labels: list[np.ndarray], weights: 
     the ranking: for every gold item of every question (a column of its ``labels``) the loss is
     -log of the softmax mass its candidates get among the question's candidates, the question's
     gold items sharing its ``weights``; ``c`` times their sum plus half the squared weights (the
-    L2 of scikit-learn's ``LogisticRegression(C=c)``). A question none of
-    whose gold any ranking found teaches nothing and is left out. Pointwise logistic regression
+    L2 of scikit-learn's ``LogisticRegression(C=c)``). A question none of whose gold any ranking
+    found teaches nothing and is left out. Pointwise logistic regression
     over every candidate (``loss="pointwise"``) spends its fit on telling evidence from the
     thousands of candidates no ranking puts near the top; this fits what ``retrieve`` returns, the
     order of one question's candidates. Held out (int8 indexes of 2026-11-26, ``KIND_WEIGHT``):
@@ -425,8 +428,6 @@ def main() -> int:
                 parser.error(f"{SHARED / name} is missing: the development sets live in ../shared/bench")
             index_dir = Path(given[name]) if name in given else None
             if index_dir is None:
-                from bench.quality import build_index
-
                 index_dir = Path(tempfile.mkdtemp(prefix="laminae-fit-")) / f"index-{name}"
                 build_index(SHARED / name, index_dir, SETS[name])
             sets[name] = gather(name, index_dir)

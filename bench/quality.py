@@ -84,11 +84,16 @@ def mapped(index: laminae.Index, hits: list[laminae.index.Hit], k: int = 10) -> 
     return out
 
 
-def fif_hop(index: laminae.Index, q: str, mode: str) -> list[laminae.index.Hit]:
-    """FiF local hop: the best 3 documents, the 10 best documents linked to or from them, their components."""
+def local_hop_documents(index: laminae.Index, q: str, mode: str = "auto") -> list[str]:
+    """The documents of the FiF local hop's last move: the best 3, then the 10 best linked to or from them."""
     start = [h.id for h in index.documents(q, k=3, granularity=2, mode=mode)]
     linked = index.documents(q, k=10, granularity=2, scope="local", anchors=start, mode=mode) if start else []
-    return index.components(q, start + [h.id for h in linked], k=10, granularity=2, mode=mode)
+    return start + [h.id for h in linked]
+
+
+def fif_hop(index: laminae.Index, q: str, mode: str) -> list[laminae.index.Hit]:
+    """FiF local hop: the components of ``local_hop_documents``."""
+    return index.components(q, local_hop_documents(index, q, mode), k=10, granularity=2, mode=mode)
 
 
 def fif(granularity: int, mode: str) -> Callable[[laminae.Index, str], list[dict]]:
