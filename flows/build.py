@@ -43,7 +43,7 @@ from laminae.tasks.nodes.objects import Detector, resolve_weights
 from laminae.tasks.nodes.pages import ready
 from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools, worker_pool
-from laminae.tasks.parse.ocr import recognizer
+from laminae.tasks.parse.ocr import recognizer, spelling_dictionary
 from laminae.tasks.pipeline import BatchWork, parse_batch, process_batch, timed
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
 from laminae.tasks.report.run_report import run_markdown, write_report
@@ -108,9 +108,10 @@ _PRELOADING: list[threading.Thread] = []
 
 
 def preload_models(index: str, settings: BuildSettings) -> threading.Thread | None:
-    """Load the models a new index's batches run (embedder, detector, recognizers) and start its
-    parse worker processes on a thread of their own, started before the flow: Prefect then starts
-    its temporary API server (about 4 s here, the process waiting on it) meanwhile, and the run's
+    """Load the models a new index's batches run (embedder, detector, recognizers, the OCR's
+    spelling dictionary) and start its parse worker processes on a thread of their own, started
+    before the flow: Prefect then starts its temporary API server (about 4 s here, the process
+    waiting on it) meanwhile, and the run's
     own loads find them loaded (``loaded_once``), its first pages parsed by started workers. None
     for an existing index, whose run may load no model at all, and for batches that run on a
     cluster. A load that fails is left to the run, which raises it."""
@@ -133,6 +134,8 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
             if settings.ocr.enabled:
                 for slot, threads in recognizer_slots(settings.ocr, workers(settings.ocr)):
                     recognizer(settings.ocr, slot, threads)
+                if settings.ocr.repair_spacing:
+                    spelling_dictionary()
         except Exception:  # noqa: BLE001 - loaded again by the stage that needs it, which reports it
             log.debug("preloading the models failed; the run loads them itself", exc_info=True)
         if starting is not None:

@@ -17,7 +17,6 @@ import logging
 import re
 from collections.abc import Set
 from dataclasses import dataclass
-from functools import cache
 
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.embed.runtime import loaded_once
@@ -123,16 +122,21 @@ def reading_order(lines: list[TextLine]) -> list[TextLine]:
     return [line for row in rows for line in sorted(row, key=lambda item: item.bbox[0])]
 
 
-@cache
-def _dictionary():
-    from symspellpy import SymSpell
+def spelling_dictionary():
+    """symspellpy's English word list, loaded once per process (2 s: the build loads it beside its
+    models, before the first picture is read)."""
 
-    speller = SymSpell(max_dictionary_edit_distance=0, prefix_length=7)
-    path = importlib.resources.files("symspellpy") / "frequency_dictionary_en_82_765.txt"
-    if not speller.load_dictionary(str(path), term_index=0, count_index=1):
-        raise OcrUnavailable(f"symspellpy's English dictionary is missing at {path}; reinstall symspellpy "
-                             "or set LAMINAE_OCR__REPAIR_SPACING=false")
-    return speller
+    def load():
+        from symspellpy import SymSpell
+
+        speller = SymSpell(max_dictionary_edit_distance=0, prefix_length=7)
+        path = importlib.resources.files("symspellpy") / "frequency_dictionary_en_82_765.txt"
+        if not speller.load_dictionary(str(path), term_index=0, count_index=1):
+            raise OcrUnavailable(f"symspellpy's English dictionary is missing at {path}; reinstall symspellpy "
+                                 "or set LAMINAE_OCR__REPAIR_SPACING=false")
+        return speller
+
+    return loaded_once(("symspellpy", "frequency_dictionary_en_82_765"), load)
 
 
 def page_names(texts) -> frozenset[str]:
@@ -189,7 +193,7 @@ def spacing_repair(text: str, names: Set[str] = frozenset()) -> Spacing:
     text = PUNCT_THEN_WORD.sub(" ", text)
     if not (LETTERS.search(text) or WORD_THEN_NUMBER.search(text) or NUMBER_THEN_WORD.search(text)):
         return Spacing(text)
-    speller = _dictionary()
+    speller = spelling_dictionary()
     unsplit: dict[str, None] = {}
 
     def split(match: re.Match) -> str:

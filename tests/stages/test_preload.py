@@ -10,7 +10,7 @@ from laminae.tasks.embed.runtime import forget_models, loaded_models
 from laminae.tasks.nodes.image_text import recognizer_slots, workers
 from laminae.tasks.nodes.objects import Detector, resolve_weights
 from laminae.tasks.parse.isolated import close_pools, worker_pool
-from laminae.tasks.parse.ocr import recognizer
+from laminae.tasks.parse.ocr import recognizer, spelling_dictionary
 from laminae.tasks.storage.index_store import IndexStore
 
 
@@ -22,7 +22,7 @@ def test_a_new_index_has_its_models_loaded_as_the_run_asks_for_them(tmp_path):
     await_preload()  # what the run does before it loads anything itself
     assert not thread.is_alive()
     held = set(loaded_models())
-    assert {key[0] for key in held} >= {"onnx", "yolo", "rapidocr"}, held
+    assert {key[0] for key in held} >= {"onnx", "yolo", "rapidocr", "symspellpy"}, held
     assert not (tmp_path / "new").exists()  # nothing written for an index the run has not created
     pool = worker_pool(settings.runner.parse_workers)
     assert settings.runner.parse_workers and len(pool.pids()) == settings.runner.parse_workers
@@ -31,6 +31,7 @@ def test_a_new_index_has_its_models_loaded_as_the_run_asks_for_them(tmp_path):
     Detector(settings.detect, resolve_weights(settings.detect), settings.embed.threads, settings.embed.spin)
     for slot, threads in recognizer_slots(settings.ocr, workers(settings.ocr)):
         recognizer(settings.ocr, slot, threads)
+    spelling_dictionary()
     assert set(loaded_models()) == held
     close_pools()
 
