@@ -24,9 +24,10 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
+from laminae.flows.preload import preloads
 from laminae.flows.runners import make_task_runner, resources
 from laminae.schemas.search_text import SERIALIZATION
-from laminae.schemas.storage import IndexFiles, is_remote
+from laminae.schemas.storage import is_remote
 from laminae.schemas.tables import TABLES, error_row
 from laminae.stats import table_stats
 from laminae.tasks import progress
@@ -40,14 +41,13 @@ from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
 from laminae.tasks.nodes.image_text import recognizer_slots, workers
 from laminae.tasks.nodes.links import resolve_links
 from laminae.tasks.nodes.objects import Detector, resolve_weights
-from laminae.tasks.nodes.pages import ready
 from laminae.tasks.parse import PARSER_VERSION
-from laminae.tasks.parse.isolated import close_pools, worker_pool
+from laminae.tasks.parse.isolated import close_pools
 from laminae.tasks.parse.ocr import recognizer, spelling_dictionary
 from laminae.tasks.pipeline import BatchWork, parse_batch, process_batch, timed
 from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
 from laminae.tasks.report.run_report import run_markdown, write_report
-from laminae.tasks.storage.index_store import META_FILE, IndexConfigError, IndexStore
+from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
 from laminae.tasks.storage.lease import WriterLease, writer_lease
 from laminae.tasks.storage.rawstore import RawStore
 from laminae.tasks.storage.upkeep import prune_embedding_cache, reembed_index
@@ -109,21 +109,15 @@ _PRELOADING: list[threading.Thread] = []
 
 def preload_models(index: str, settings: BuildSettings) -> threading.Thread | None:
     """Load the models a new index's batches run (embedder, detector, recognizers, the OCR's
-    spelling dictionary) and start its parse worker processes on a thread of their own, started
-    before the flow: Prefect then starts its temporary API server (about 4 s here, the process
-    waiting on it) meanwhile, and the run's
-    own loads find them loaded (``loaded_once``), its first pages parsed by started workers. None
-    for an existing index, whose run may load no model at all, and for batches that run on a
-    cluster. A load that fails is left to the run, which raises it."""
-    if settings.runner.kind != "local" or IndexFiles(index).read_text(META_FILE) is not None:
+    spelling dictionary) on a thread of their own, started before the flow: Prefect then starts
+    its temporary API server (about 4 s here, the process waiting on it) meanwhile, and the run's
+    own loads find them loaded (``loaded_once``). None where ``laminae.flows.preload.preloads``
+    says no. A load that fails is left to the run, which raises it. (The parse workers are
+    started earlier, by ``laminae.flows.preload.start_parse_workers``.)"""
+    if not preloads(index, settings):
         return None
 
     def load() -> None:
-        starting = None
-        if settings.runner.parse_workers:  # worker processes start and import (about 3 s) beside the loads
-            pool = worker_pool(settings.runner.parse_workers)
-            starting = threading.Thread(target=pool.map, args=(ready, [()] * pool.workers), daemon=True)
-            starting.start()
         try:
             embedder = load_embedder(settings.embed)
             if isinstance(embedder, OnnxTextEmbedder):
@@ -138,8 +132,6 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
                     spelling_dictionary()
         except Exception:  # noqa: BLE001 - loaded again by the stage that needs it, which reports it
             log.debug("preloading the models failed; the run loads them itself", exc_info=True)
-        if starting is not None:
-            starting.join()
 
     thread = threading.Thread(target=load, name="laminae-preload", daemon=True)
     thread.start()

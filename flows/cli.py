@@ -99,10 +99,13 @@ def _merged_settings(overrides: dict):
 
 def _run_build(seeds: str, index: str, follow_links: int, overrides: dict, reembed: bool = False,
                wait: float | None = None) -> dict:
-    from laminae.flows.build import await_preload, build_index, preload_models
+    from laminae.flows.preload import start_parse_workers
 
     settings = _merged_settings(overrides)
     with _lease(index, "laminae build", wait):
+        start_parse_workers(index, settings)  # their processes start while this one imports the flows
+        from laminae.flows.build import await_preload, build_index, preload_models
+
         preload_models(index, settings)
         try:
             return build_index(seeds=seeds, index=index, follow_links=follow_links,

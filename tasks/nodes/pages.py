@@ -53,10 +53,6 @@ def store_pdf_images(page, raw: RawStore) -> None:
         comp.image_data = None
 
 
-def ready() -> None:
-    """Nothing: a worker process given this call imports what ``parse_page`` needs, before a page."""
-
-
 def parse_documents(results: list[FetchResult], index_dir: str, settings: BuildSettings,
                     run_id: str) -> tuple[list[DocumentNodes], list[dict]]:
     """Parse the batch's pages into node rows; a page that fails becomes an error row. A second page

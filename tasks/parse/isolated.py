@@ -230,6 +230,25 @@ _POOLS: dict[tuple[str, int], WorkerPool] = {}
 _LOCK = threading.Lock()
 
 
+def warm(*modules: str) -> None:
+    """Nothing but importing ``modules`` and what their ``WORKER_IMPORTS`` name: the call that
+    readies a worker process for them (see ``start_workers``)."""
+    for name in modules:
+        module = importlib.import_module(name)
+        for extra in getattr(module, "WORKER_IMPORTS", ()):
+            importlib.import_module(extra)
+
+
+def start_workers(pool: WorkerPool, modules: tuple[str, ...]) -> threading.Thread:
+    """Start ``pool``'s processes now, each importing ``modules`` (named, so that the caller need
+    not import them), on a thread of its own; the pool's next ``map`` waits for it (one map at a
+    time) and finds its workers started."""
+    thread = threading.Thread(target=pool.map, args=(warm, [modules] * pool.workers), daemon=True,
+                              name="laminae-workers-start")
+    thread.start()
+    return thread
+
+
 def worker_pool(workers: int, purpose: str = "parse") -> WorkerPool:
     """The process's pool of ``workers`` processes for ``purpose`` (parse, video: stages that may
     run at the same time have pools of their own), started on first use and kept for later batches."""
