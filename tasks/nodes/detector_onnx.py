@@ -39,7 +39,7 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxruntime"))
 
 
-def _file_digest(path: str) -> str:
+def file_digest(path: str) -> str:
     stat = os.stat(path)
     stamp = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
     with _LOCK:
@@ -59,7 +59,7 @@ def onnx_weights_path(weights: str) -> Path:
     import ultralytics
 
     stem = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(weights).stem)[-40:]
-    key = digest(_file_digest(weights), ultralytics.__version__, EXPORT_OPTIONS)
+    key = digest(file_digest(weights), ultralytics.__version__, EXPORT_OPTIONS)
     return cache_dir() / "onnx" / f"detect-{stem}-{key}.onnx"
 
 

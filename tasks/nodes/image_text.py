@@ -28,9 +28,9 @@ from laminae.tasks.config import OcrConfig
 from laminae.tasks.embed.runtime import on_free_models, usable_cores
 from laminae.tasks.nodes.build import edge_row, subcomponent_row
 from laminae.tasks.parse.ocr import (
-    ENGINE,
     OcrUnavailable,
     TextLine,
+    engine_name,
     page_names,
     read_lines,
     recognizer,
@@ -55,8 +55,8 @@ class ImageText:
     skipped: int = 0  # image components not read: too small, or over a document's max_pictures
 
 
-def cache_path(image_key: str) -> str:
-    return f"{CACHE_DIR}/{digest(ENGINE, size=4)}/{image_key}.json"
+def cache_path(image_key: str, cfg: OcrConfig) -> str:
+    return f"{CACHE_DIR}/{digest(engine_name(cfg), size=4)}/{image_key}.json"
 
 
 def readable(image: dict, cfg: OcrConfig) -> bool:
@@ -125,7 +125,7 @@ def _readings(same_picture: dict[str, list[dict]], raw: RawStore, files: IndexFi
     readings: dict[str, list[TextLine] | None] = {}
     todo = []
     for key in same_picture:
-        cached = files.read_text(cache_path(key))
+        cached = files.read_text(cache_path(key, cfg))
         if cached is None:
             todo.append(key)
             continue
@@ -152,7 +152,7 @@ def _readings(same_picture: dict[str, list[dict]], raw: RawStore, files: IndexFi
             readings[key] = None
             continue
         out.read += 1
-        files.write_text(cache_path(key), json.dumps({"engine": ENGINE, "lines": [
+        files.write_text(cache_path(key, cfg), json.dumps({"engine": engine_name(cfg), "lines": [
             [line.text, line.confidence, list(line.bbox), line.read] for line in lines]}))
         readings[key] = lines
     return readings

@@ -24,7 +24,7 @@ from laminae.tasks.embed.runtime import loaded_once
 log = logging.getLogger("laminae.ocr")
 
 REC_HEIGHT = 48  # PP-OCRv4's recognizer reads lines scaled to this height
-ENGINE = "rapidocr-onnxruntime/PP-OCRv4"  # recorded with cached results: another engine reads again
+ENGINE = "rapidocr-onnxruntime/PP-OCRv4"  # the fp32 engine; ``engine_name`` gives a configuration's
 LETTERS = re.compile(r"[A-Za-z]{10,}")  # shorter runs are words or names, unless the line lost its spaces
 MIDDLE_LETTERS = re.compile(r"(?<![A-Za-z])[A-Za-z]{6,9}(?![A-Za-z])")
 ALNUM = re.compile(r"[^\W_]")
@@ -60,11 +60,26 @@ class Spacing:
     unsplit: tuple[str, ...] = ()
 
 
+def precision(cfg: OcrConfig) -> str:
+    """The recognizer's weights ``cfg`` asks for: int8 or fp32 (``auto`` decided)."""
+    if cfg.precision != "auto":
+        return cfg.precision
+    from laminae.tasks.parse.ocr_int8 import quantize_available
+
+    return "int8" if quantize_available() else "fp32"
+
+
+def engine_name(cfg: OcrConfig) -> str:
+    """What reads the pictures, as recorded with cached readings: another engine reads again."""
+    return ENGINE + ("#int8" if precision(cfg) == "int8" else "")
+
+
 def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):
     """The process's rapidocr engine number ``slot`` for these settings (each loaded once), run by
     ``threads`` ONNX Runtime threads (default ``cfg.threads``; 0: its default). An engine reads one
     picture at a time: threads reading at once take one slot each."""
     threads = cfg.threads if threads is None else threads
+    name = engine_name(cfg)
 
     def load():
         try:
@@ -73,7 +88,11 @@ def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):
             raise OcrUnavailable(f"rapidocr-onnxruntime cannot be imported ({exc}); install the ml extra "
                                  "or set LAMINAE_OCR__ENABLED=false") from None
         logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-        options = {"intra_op_num_threads": threads} if threads else {}
+        options: dict = {"intra_op_num_threads": threads} if threads else {}
+        if name.endswith("#int8"):
+            from laminae.tasks.parse.ocr_int8 import int8_recognizer
+
+            options["rec_model_path"] = str(int8_recognizer())
         # one line per recognizer call: a batch pads its lines to the widest, and the thumbnails of
         # wtq-dev read 15-22 % faster unbatched with as many words right (bench/ocr.py: 0.991 vs 0.989).
         # rapidocr pads each line to at least 320 px wide (48 high); a short line run at its own width
@@ -81,7 +100,7 @@ def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):
         return RapidOCR(det_limit_type="max", det_limit_side_len=cfg.detect_side, rec_batch_num=1,
                         rec_img_shape=[3, REC_HEIGHT, REC_HEIGHT], **options)
 
-    return loaded_once(("rapidocr", ENGINE, "cpu", threads, cfg.detect_side, slot), load)
+    return loaded_once(("rapidocr", name, "cpu", threads, cfg.detect_side, slot), load)
 
 
 def read_lines(picture, cfg: OcrConfig, engine=None) -> list[TextLine]:

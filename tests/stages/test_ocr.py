@@ -16,7 +16,15 @@ from laminae.tasks.embed.runtime import loaded_models
 from laminae.tasks.nodes import image_text
 from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.image_text import TEXT_MARK, cache_path, read_image_text
-from laminae.tasks.parse.ocr import TextLine, read_lines, reading_order, repair_spacing
+from laminae.tasks.parse import ocr_int8
+from laminae.tasks.parse.ocr import (
+    TextLine,
+    engine_name,
+    precision,
+    read_lines,
+    reading_order,
+    repair_spacing,
+)
 from laminae.tasks.parse.pdf import parse_pdf
 from laminae.tasks.storage.rawstore import RawStore
 from tests.support.scans import random_lines, scanned_pdf, text_picture
@@ -117,7 +125,7 @@ def test_the_ocr_stage_makes_text_nodes_and_reads_each_picture_once(tmp_path, mo
         assert image["text"].startswith("Image: a chart." + TEXT_MARK) and "Barley" in image["text"]
     assert {e["src_id"] for e in found.edges} == {"c1", "c2"} and len(found.edges) == 4
     assert "c3" not in {r["parent_id"] for r in found.rows} and icon["text"] == "Image: a chart."
-    assert json.loads(files.read_text(cache_path(shown_twice[0]["image_key"])))["lines"][0][0] == rows[0]["text"]
+    assert json.loads(files.read_text(cache_path(shown_twice[0]["image_key"], OcrConfig())))["lines"][0][0] == rows[0]["text"]
 
     again = [_image(raw, "d3", "c5", chart, width, height)]
     second = read_image_text(again, raw, files, OcrConfig(), "run2", id_maker)
@@ -150,7 +158,7 @@ def test_pictures_read_at_once_read_as_one_at_a_time(tmp_path, monkeypatch):
     assert len(engines) == 2  # each thread reads with its own recognizer
     assert two.rows == one.rows and two_texts == one_texts and (two.read, one.read) == (5, 5)
     assert [p["url"] for p in two.problems] == [images[-1]["image_url"]]
-    assert ("rapidocr", image_text.ENGINE, "cpu", 1, OcrConfig().detect_side, 1) in loaded_models()
+    assert ("rapidocr", engine_name(OcrConfig()), "cpu", 1, OcrConfig().detect_side, 1) in loaded_models()
     assert image_text.workers(OcrConfig()) == len(os.sched_getaffinity(0))
     pair = set(engines)
     engines.clear()
@@ -187,3 +195,32 @@ def test_a_gigantic_page_is_rendered_within_the_pixel_budget():
     picture, scale = render_page(page, cfg)
     assert picture.size[0] * picture.size[1] <= cfg.max_render_pixels
     assert abs(picture.size[0] * scale - 5000) < 1  # pixels map back onto the page's points
+
+
+def test_the_int8_recognizer_is_quantized_once_and_reads_as_many_words_as_fp32(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAMINAE_CACHE_DIR", str(tmp_path / "cache"))
+    before = ocr_int8.EXPORTS
+    graph = ocr_int8.int8_recognizer()
+    assert graph.parent == tmp_path / "cache" / "onnx" and before + 1 == ocr_int8.EXPORTS
+    assert ocr_int8.int8_recognizer() == graph and before + 1 == ocr_int8.EXPORTS  # cached, not quantized again
+    assert graph.stat().st_size < ocr_int8.fp32_recognizer_path().stat().st_size / 2
+    rng = random.Random(11)
+    pictures = [(lines, load_image(text_picture(lines, font_size=size)))
+                for size in (16, 24, 34) for lines in [random_lines(rng, 2, words=4) for _ in range(3)]]
+    int8, fp32 = OcrConfig(precision="int8"), OcrConfig(precision="fp32")
+    assert engine_name(int8) != engine_name(fp32) and image_text.cache_path("k", int8) != image_text.cache_path("k", fp32)
+    recall = {}
+    for cfg in (int8, fp32):
+        words = [(w, " ".join(line.text for line in read_lines(picture, cfg)))
+                 for lines, picture in pictures for w in _words(" ".join(lines))]
+        recall[cfg.precision] = sum(w in _words(got) for w, got in words) / len(words)
+    assert recall["int8"] >= 0.95 and recall["int8"] >= recall["fp32"] - 0.03, recall
+
+
+def test_auto_precision_is_int8_only_where_the_recognizer_can_be_quantized(monkeypatch):
+    assert precision(OcrConfig()) == "int8" and precision(OcrConfig(precision="fp32")) == "fp32"
+    monkeypatch.setattr(ocr_int8, "quantize_available", lambda: False)
+    assert precision(OcrConfig()) == "fp32" and engine_name(OcrConfig()) == image_text.engine_name(
+        OcrConfig(precision="fp32"))
+    with pytest.raises(ocr_int8.OcrQuantizeError, match="LAMINAE_OCR__PRECISION=fp32"):
+        ocr_int8.quantize_recognizer(ocr_int8.fp32_recognizer_path(), ocr_int8.cache_dir() / "never.onnx")
