@@ -228,8 +228,8 @@ class OcrConfig(BaseModel):
     precision: Literal["auto", "int8", "fp32"] = Field(
         "auto", description="The text recognizer's weights: int8 (quantized from the packaged fp32 graph on "
         "first use and cached, about 16 s once: 1.25-1.3x as fast, 0.981 of bench/ocr.py's words against "
-        "0.984), fp32 (the graph as packaged), auto: int8 where the onnx package is installed (the ml extra), else fp32. Readings are "
-        "cached per precision.")
+        "0.984), fp32 (the graph as packaged), auto: int8 where the onnx package is installed (the ml "
+        "extra), else fp32. Readings are cached per precision.")
     threads: int = Field(0, ge=0, description="ONNX Runtime threads of each recognizer (0: one where workers is "
                          "above 1, else ONNX Runtime's default).")
     workers: int = Field(0, ge=0, description="Pictures of a batch read at once, each by its own recognizer: a "

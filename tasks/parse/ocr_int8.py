@@ -21,6 +21,7 @@ import os
 import random
 import shutil
 import tempfile
+from functools import cache
 from pathlib import Path
 
 from laminae.schemas.ids import digest
@@ -39,6 +40,7 @@ class OcrQuantizeError(RuntimeError):
     """The recognizer cannot be quantized here; the message says what to do instead."""
 
 
+@cache
 def quantize_available() -> bool:
     return importlib.util.find_spec("onnx") is not None
 
