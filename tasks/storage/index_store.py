@@ -13,7 +13,6 @@ import json
 import os
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -355,14 +354,9 @@ class IndexStore:
             # left, so that the second reaches pruning at once; the margin covers that moment and
             # keeps, never drops, a version made within it before the oldest one kept.
             tbl.optimize(cleanup_older_than=KEEP_EVERYTHING)
-            if name == "embeddings":  # its latest version, the one kept, is the one LanceDB never prunes
-                with warnings.catch_warnings():  # "removes every version except the latest": as meant
-                    warnings.filterwarnings("ignore", message=r".*removes every version except the latest")
-                    tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-            else:
-                stamp = stamps[oldest[name]]
-                age = time.time() - stamp.timestamp()  # naive stamps are local time, as .timestamp() reads them
-                tbl.optimize(cleanup_older_than=timedelta(seconds=age + CLEANUP_MARGIN_S), delete_unverified=True)
+            stamp = stamps[oldest[name]]
+            age = time.time() - stamp.timestamp()  # naive stamps are local time, as .timestamp() reads them
+            tbl.optimize(cleanup_older_than=timedelta(seconds=age + CLEANUP_MARGIN_S), delete_unverified=True)
             left = {v["version"] for v in tbl.list_versions()}
             freed[name] = sum(1 for v in stamps if v < oldest[name] and v not in left)
         if self.files.local is not None and kept:

@@ -248,25 +248,6 @@ def test_a_kept_manifest_reads_though_the_embedding_cache_keeps_only_its_newest_
         laminae.open(root, version=1).verify()
 
 
-def test_the_cleanup_keeps_only_the_newest_cache_version_however_close_the_ones_before(tmp_path):
-    """Versions of the cache made within the cleanup's margin before its newest (a compaction just
-    before the cache's index is built, as a build's last steps make them) are gone too."""
-    from laminae.schemas.tables import table_schemas
-    from laminae.tasks.storage.index_store import IndexStore
-
-    root = str(tmp_path / "index")
-    make_synthetic_index(root, documents=2, components_per_document=2, subcomponents_per_component=2, dim=DIM, seed=1)
-    store = IndexStore(root)
-    for key in ("k1", "k2", "k3"):  # three versions in quick succession
-        store.table("embeddings").add(pa.Table.from_pylist([{"id": key, "model_id": "m", "vector": [0.5] * DIM}],
-                                                           schema=table_schemas(DIM)["embeddings"]))
-    store.publish("after-the-cache-grew", {})
-    store.clean_up(keep=1)
-    cache = store.table("embeddings")
-    assert [v["version"] for v in cache.list_versions()] == [cache.version]
-    assert {"k1", "k2", "k3"} <= set(cache.to_arrow().column("id").to_pylist())
-
-
 def test_verify_passes_on_a_whole_index(copy):
     laminae.open(str(copy)).verify()
 
