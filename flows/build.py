@@ -234,7 +234,9 @@ def prune_cache(index: str, embedder: dict, slack: float) -> int:
 
 @task(name="build-search-indexes", cache_policy=NO_CACHE)
 def build_search_indexes(index: str) -> None:
-    IndexStore(index).build_search_indexes()
+    store = IndexStore(index)
+    store.build_text_indexes()
+    store.index_embedding_cache()
 
 
 @task(name="compact-tables", cache_policy=NO_CACHE)

@@ -13,8 +13,6 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,15 +31,6 @@ from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_sc
 from laminae.snapshots import link, prune, snapshot_problem, version_of
 
 META_FILE = "index.json"
-
-
-def _each_table(names: tuple[str, ...], work: Callable[[str], object]) -> None:
-    """``work(name)`` for every table at once, each on a thread (LanceDB's work runs in Rust, outside
-    the GIL: the tables of a wtq-dev build compact and index in about half the time one after the
-    other takes); the first error raises once every table is done."""
-    with ThreadPoolExecutor(len(names), thread_name_prefix="laminae-tables") as pool:
-        for future in [pool.submit(work, name) for name in names]:
-            future.result()
 
 
 class IndexConfigError(RuntimeError):
@@ -269,11 +258,6 @@ class IndexStore:
             tbl = self.table(name)
             tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
 
-    def build_search_indexes(self) -> None:
-        """``build_text_indexes`` and ``index_embedding_cache``, each table on a thread of its own."""
-        _each_table((*NODE_TABLES, "embeddings"), lambda name: self.index_embedding_cache() if name == "embeddings"
-                    else self._text_index(name))
-
     def index_embedding_cache(self) -> None:
         """(Re)build the B-tree index on the embedding cache's ``id``: ``cached_vectors`` looks keys
         up 2,000 at a time, and without it each lookup scans every id of the cache (1.3 s a lookup
@@ -286,12 +270,10 @@ class IndexStore:
     def build_text_indexes(self) -> None:
         """(Re)build the full-text index on ``search_text`` of every node table (for fts/hybrid
         search): English stemming, stop words removed, accents folded."""
-        _each_table(NODE_TABLES, self._text_index)
-
-    def _text_index(self, name: str) -> None:
-        tbl = self.table(name)
-        if tbl.count_rows():
-            tbl.create_index("search_text", config=FTS(), replace=True)
+        for name in NODE_TABLES:
+            tbl = self.table(name)
+            if tbl.count_rows():
+                tbl.create_index("search_text", config=FTS(), replace=True)
 
     def write_snapshot(self, version: int, same_as: int | None = None) -> None:
         """Save the reader's in-memory view of manifest ``version`` (``clean_up`` removes the
@@ -318,7 +300,8 @@ class IndexStore:
         versions. The cleanup after publishing goes through ``optimize`` too (the only pruning
         LanceDB offers without pylance), which compacts whatever it finds: compacting here leaves it
         nothing to rewrite, so it adds no copy of a table beside the versions the manifests keep."""
-        _each_table(TABLES, lambda name: self.table(name).optimize(cleanup_older_than=KEEP_EVERYTHING))
+        for name in TABLES:
+            self.table(name).optimize(cleanup_older_than=KEEP_EVERYTHING)
 
     def clean_up(self, keep: int) -> dict[str, int]:
         """Delete every table version older than those the newest ``keep`` manifests name, with the

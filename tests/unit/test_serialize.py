@@ -437,22 +437,3 @@ def test_cache_lookups_find_indexed_and_later_keys(tmp_path):
     found = store.cached_vectors(wanted)
     assert set(found) == (set(first) | set(later)) - {"v0001", "w0002"}
     assert all(np.array_equal(found[k], v) for k, v in {**first, **later}.items() if k in found)
-
-
-def test_table_work_runs_on_every_table_at_once_and_raises_the_first_error_after_all_are_done():
-    import threading
-
-    from laminae.tasks.storage.index_store import _each_table
-
-    together = threading.Barrier(3, timeout=30)  # broken (and the test failing) unless all three run at once
-    done = []
-
-    def work(name: str) -> None:
-        together.wait()
-        if name == "b":
-            raise ValueError("b is damaged")
-        done.append(name)
-
-    with pytest.raises(ValueError, match="b is damaged"):
-        _each_table(("a", "b", "c"), work)
-    assert sorted(done) == ["a", "c"]
