@@ -225,11 +225,11 @@ class OcrConfig(BaseModel):
     upside_down: bool = Field(False, description="Run PP-OCR's angle classifier on each line to read text "
                               "turned upside down; off by default: it turns some upright lines over (measured in "
                               "bench/ocr.py), and pictures and scans are upright far more often.")
-    precision: Literal["auto", "int8", "fp32"] = Field(
-        "auto", description="The text recognizer's weights: int8 (quantized from the packaged fp32 graph on "
-        "first use and cached, about 16 s once: 1.25-1.3x as fast, 0.981 of bench/ocr.py's words against "
-        "0.984), fp32 (the graph as packaged), auto: int8 where the onnx package is installed (the ml "
-        "extra), else fp32. Readings are cached per precision.")
+    precision: Literal["fp32", "int8"] = Field(
+        "fp32", description="The text recognizer's weights: fp32 (the graph as packaged) or int8 (quantized "
+        "from it on first use and cached, about 40 s once, with the onnx package of the ml extra): 1.25-1.3x "
+        "as fast, but it runs some words together ('inJune', 0.981 of bench/ocr.py's words against 0.984), "
+        "so not the default. Readings are cached per precision.")
     threads: int = Field(0, ge=0, description="ONNX Runtime threads of each recognizer (0: one where workers is "
                          "above 1, else ONNX Runtime's default).")
     workers: int = Field(0, ge=0, description="Pictures of a batch read at once, each by its own recognizer: a "

@@ -10,6 +10,7 @@ and it imports none of them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import os
 import queue
@@ -167,3 +168,23 @@ def forget_models() -> None:
     """Drop every held model (tests; a long-lived worker freeing memory)."""
     with _LOADING:
         _LOADED.clear()
+
+
+_DIGEST_LOCK = threading.Lock()
+_DIGESTS: dict[tuple, str] = {}
+
+
+def file_digest(path: str) -> str:
+    """sha256 of a model file's bytes, computed once per path, size and modification time."""
+    stat = os.stat(path)
+    stamp = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+    with _DIGEST_LOCK:
+        if stamp in _DIGESTS:
+            return _DIGESTS[stamp]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    with _DIGEST_LOCK:
+        _DIGESTS[stamp] = h.hexdigest()
+    return _DIGESTS[stamp]

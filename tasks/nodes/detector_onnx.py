@@ -10,24 +10,21 @@ simplifier).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import os
 import shutil
 import tempfile
-import threading
 import warnings
 from pathlib import Path
 
 from laminae.schemas.ids import digest
 from laminae.tasks.config import cache_dir
+from laminae.tasks.embed.runtime import file_digest
 
 log = logging.getLogger("laminae.detect")
 
 EXPORT_OPTIONS = "ultralytics-onnx-dynamic-nosimplify-v1"
-_LOCK = threading.Lock()
-_DIGESTS: dict[tuple, str] = {}
 EXPORTS = 0  # exports done by this process (the tests read it)
 
 
@@ -37,21 +34,6 @@ class DetectorExportError(RuntimeError):
 
 def onnx_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxruntime"))
-
-
-def file_digest(path: str) -> str:
-    stat = os.stat(path)
-    stamp = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
-    with _LOCK:
-        if stamp in _DIGESTS:
-            return _DIGESTS[stamp]
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    with _LOCK:
-        _DIGESTS[stamp] = h.hexdigest()
-    return _DIGESTS[stamp]
 
 
 def onnx_weights_path(weights: str) -> Path:

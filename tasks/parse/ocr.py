@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.embed.runtime import loaded_once
+from laminae.tasks.parse.ocr_int8 import REC_HEIGHT
 
 log = logging.getLogger("laminae.ocr")
 
-REC_HEIGHT = 48  # PP-OCRv4's recognizer reads lines scaled to this height
 ENGINE = "rapidocr-onnxruntime/PP-OCRv4"  # the fp32 engine; ``engine_name`` gives a configuration's
 LETTERS = re.compile(r"[A-Za-z]{10,}")  # shorter runs are words or names, unless the line lost its spaces
 MIDDLE_LETTERS = re.compile(r"(?<![A-Za-z])[A-Za-z]{6,9}(?![A-Za-z])")
@@ -60,18 +60,9 @@ class Spacing:
     unsplit: tuple[str, ...] = ()
 
 
-def precision(cfg: OcrConfig) -> str:
-    """The recognizer's weights ``cfg`` asks for: int8 or fp32 (``auto`` decided)."""
-    if cfg.precision != "auto":
-        return cfg.precision
-    from laminae.tasks.parse.ocr_int8 import quantize_available
-
-    return "int8" if quantize_available() else "fp32"
-
-
 def engine_name(cfg: OcrConfig) -> str:
     """What reads the pictures, as recorded with cached readings: another engine reads again."""
-    return ENGINE + ("#int8" if precision(cfg) == "int8" else "")
+    return ENGINE + ("#int8" if cfg.precision == "int8" else "")
 
 
 def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):

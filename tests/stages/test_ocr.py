@@ -18,9 +18,9 @@ from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.image_text import TEXT_MARK, cache_path, read_image_text
 from laminae.tasks.parse import ocr_int8
 from laminae.tasks.parse.ocr import (
+    ENGINE,
     TextLine,
     engine_name,
-    precision,
     read_lines,
     reading_order,
     repair_spacing,
@@ -217,10 +217,9 @@ def test_the_int8_recognizer_is_quantized_once_and_reads_as_many_words_as_fp32(t
     assert recall["int8"] >= 0.95 and recall["int8"] >= recall["fp32"] - 0.03, recall
 
 
-def test_auto_precision_is_int8_only_where_the_recognizer_can_be_quantized(monkeypatch):
-    assert precision(OcrConfig()) == "int8" and precision(OcrConfig(precision="fp32")) == "fp32"
+def test_the_recognizer_is_fp32_unless_int8_is_asked_for_and_int8_needs_onnx(monkeypatch):
+    assert OcrConfig().precision == "fp32" and engine_name(OcrConfig()) == ENGINE
+    assert engine_name(OcrConfig(precision="int8")) == ENGINE + "#int8"
     monkeypatch.setattr(ocr_int8, "quantize_available", lambda: False)
-    assert precision(OcrConfig()) == "fp32" and engine_name(OcrConfig()) == image_text.engine_name(
-        OcrConfig(precision="fp32"))
-    with pytest.raises(ocr_int8.OcrQuantizeError, match="LAMINAE_OCR__PRECISION=fp32"):
+    with pytest.raises(ocr_int8.OcrQuantizeError, match="LAMINAE_OCR__PRECISION at fp32"):
         ocr_int8.quantize_recognizer(ocr_int8.fp32_recognizer_path(), ocr_int8.cache_dir() / "never.onnx")
