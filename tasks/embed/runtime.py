@@ -170,6 +170,11 @@ def forget_models() -> None:
         _LOADED.clear()
 
 
+def onnx_available() -> bool:
+    """Whether graphs can be exported and quantized here (the onnx package) and run (onnxruntime)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxruntime"))
+
+
 _DIGEST_LOCK = threading.Lock()
 _DIGESTS: dict[tuple, str] = {}
 

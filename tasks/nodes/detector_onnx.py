@@ -10,7 +10,6 @@ simplifier).
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from laminae.schemas.ids import digest
 from laminae.tasks.config import cache_dir
-from laminae.tasks.embed.runtime import file_digest
+from laminae.tasks.embed.runtime import file_digest, onnx_available
 
 log = logging.getLogger("laminae.detect")
 
@@ -30,10 +29,6 @@ EXPORTS = 0  # exports done by this process (the tests read it)
 
 class DetectorExportError(RuntimeError):
     """The weights cannot be run as an ONNX graph; the message says what to do instead."""
-
-
-def onnx_available() -> bool:
-    return all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxruntime"))
 
 
 def onnx_weights_path(weights: str) -> Path:

@@ -70,7 +70,6 @@ def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):
     ``threads`` ONNX Runtime threads (default ``cfg.threads``; 0: its default). An engine reads one
     picture at a time: threads reading at once take one slot each."""
     threads = cfg.threads if threads is None else threads
-    name = engine_name(cfg)
 
     def load():
         try:
@@ -80,7 +79,7 @@ def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):
                                  "or set LAMINAE_OCR__ENABLED=false") from None
         logging.getLogger("RapidOCR").setLevel(logging.WARNING)
         options: dict = {"intra_op_num_threads": threads} if threads else {}
-        if name.endswith("#int8"):
+        if cfg.precision == "int8":
             from laminae.tasks.parse.ocr_int8 import int8_recognizer
 
             options["rec_model_path"] = str(int8_recognizer())
@@ -91,7 +90,7 @@ def recognizer(cfg: OcrConfig, slot: int = 0, threads: int | None = None):
         return RapidOCR(det_limit_type="max", det_limit_side_len=cfg.detect_side, rec_batch_num=1,
                         rec_img_shape=[3, REC_HEIGHT, REC_HEIGHT], **options)
 
-    return loaded_once(("rapidocr", name, "cpu", threads, cfg.detect_side, slot), load)
+    return loaded_once(("rapidocr", engine_name(cfg), "cpu", threads, cfg.detect_side, slot), load)
 
 
 def read_lines(picture, cfg: OcrConfig, engine=None) -> list[TextLine]:

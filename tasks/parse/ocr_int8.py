@@ -17,18 +17,16 @@ reads apart (the demo's scanned page: "inJune"), so it is not the default
 from __future__ import annotations
 
 import importlib.resources
-import importlib.util
 import logging
 import os
 import random
 import shutil
 import tempfile
-from functools import cache
 from pathlib import Path
 
 from laminae.schemas.ids import digest
 from laminae.tasks.config import cache_dir
-from laminae.tasks.embed.runtime import file_digest
+from laminae.tasks.embed.runtime import file_digest, onnx_available
 
 log = logging.getLogger("laminae.ocr")
 
@@ -44,11 +42,6 @@ EXPORTS = 0  # graphs quantized by this process (the tests read it)
 
 class OcrQuantizeError(RuntimeError):
     """The recognizer cannot be quantized here; the message says what to do instead."""
-
-
-@cache
-def quantize_available() -> bool:
-    return importlib.util.find_spec("onnx") is not None
 
 
 def fp32_recognizer_path() -> Path:
@@ -74,7 +67,7 @@ def int8_recognizer(source: Path | None = None) -> Path:
 def quantize_recognizer(source: Path, target: Path) -> None:
     """Static int8 quantization of the recognizer graph ``source``, written atomically to ``target``."""
     global EXPORTS
-    if not quantize_available():
+    if not onnx_available():
         raise OcrQuantizeError("quantizing the OCR recognizer needs the onnx package (the ml extra): "
                                "pip install -c constraints.txt onnx, or leave LAMINAE_OCR__PRECISION at fp32")
     import onnx

@@ -220,6 +220,6 @@ def test_the_int8_recognizer_is_quantized_once_and_reads_as_many_words_as_fp32(t
 def test_the_recognizer_is_fp32_unless_int8_is_asked_for_and_int8_needs_onnx(monkeypatch):
     assert OcrConfig().precision == "fp32" and engine_name(OcrConfig()) == ENGINE
     assert engine_name(OcrConfig(precision="int8")) == ENGINE + "#int8"
-    monkeypatch.setattr(ocr_int8, "quantize_available", lambda: False)
+    monkeypatch.setattr(ocr_int8, "onnx_available", lambda: False)
     with pytest.raises(ocr_int8.OcrQuantizeError, match="LAMINAE_OCR__PRECISION at fp32"):
         ocr_int8.quantize_recognizer(ocr_int8.fp32_recognizer_path(), ocr_int8.cache_dir() / "never.onnx")
