@@ -21,7 +21,7 @@ NODE_TABLES = ("documents", "components", "subcomponents")
 TABLES = (*NODE_TABLES, "edges", "fetches", "errors", "runs", "embeddings")
 LAYERS = {"documents": 0, "components": 1, "subcomponents": 2}
 
-DOCUMENT_KINDS = ("html", "pdf", "video")
+DOCUMENT_KINDS = ("html", "pdf", "video", "markdown", "text", "csv", "docx", "pptx", "xlsx", "epub")
 # video: a video on a page (or a video document's own); its keyframes are image components with
 # time_s, its captions transcript components with time_start/time_end (their sentences keep theirs)
 # code: a code block (a <pre>), its lines kept
@@ -42,7 +42,7 @@ def documents_schema(dim: int) -> pa.Schema:
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
-            pa.field("kind", pa.string(), nullable=False),  # html | pdf | video
+            pa.field("kind", pa.string(), nullable=False),  # DOCUMENT_KINDS: the format it was parsed as
             pa.field("url", pa.string(), nullable=False),  # the seed or link URL it was fetched by
             pa.field("final_url", pa.string()),  # after redirects
             pa.field("canonical_url", pa.string()),  # <link rel=canonical>, else final_url

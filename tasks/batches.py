@@ -76,7 +76,7 @@ def crawl_errors(results: list[FetchResult], run_id: str) -> list[dict]:
                                   severity=res.severity))
         elif res.content_type not in PAGE_TYPES and not res.not_modified:
             rows.append(error_row(run_id, res.url, "crawl", "unsupported_content_type",
-                                  f"{res.content_type} (declared {res.declared_type}) is not an HTML page, a PDF or a video; skipped"))
+                                  f"{res.content_type} (declared {res.declared_type}) is not a format laminae reads (HTML, PDF, Markdown, text, CSV, Word, PowerPoint, Excel, EPUB, video); skipped"))
     return rows
 
 

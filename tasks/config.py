@@ -117,6 +117,15 @@ class ParseConfig(BaseModel):
     pdf_tables_budget_s: float = Field(20.0, ge=0, description="Seconds find_tables may take over a whole PDF; "
                                        "later pages keep their text and lose the tables it would have found, with "
                                        "a tables_skipped warning.")
+    pdf_layout: Literal["auto", "rules", "model"] = Field(
+        "auto", description="How a PDF page's regions (columns, headings, tables, figures, headers and footers) "
+        "are found: 'rules' from fonts, rules and gaps; 'model' by pymupdf's layout model; auto: what "
+        "measured best.")
+    max_sheet_rows: int = Field(10_000, ge=1, description="Rows a spreadsheet's sheet (XLSX) or a CSV file keeps "
+                                "as table rows; the rest are dropped with a rows_cut warning.")
+    max_unzipped_bytes: int = Field(200_000_000, ge=1, description="Bytes a zipped document (DOCX, PPTX, XLSX, "
+                                    "EPUB) may hold unpacked; a larger one (a zip bomb) is refused with an error "
+                                    "row.")
 
 
 class EmbedConfig(BaseModel):

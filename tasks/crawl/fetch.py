@@ -43,6 +43,14 @@ from laminae.tasks.crawl.files import (
     read_file,
     real_roots,
 )
+from laminae.tasks.crawl.formats import (  # noqa: F401 (re-exported: the crawl's callers import them from here)
+    HTML_TYPES,
+    PAGE_TYPES,
+    PDF_TYPE,
+    VIDEO_TYPES,
+    sniff_content_type,
+    sniff_video,
+)
 from laminae.tasks.crawl.hosts import (
     addresses_of,
     bare_host,
@@ -60,11 +68,6 @@ from laminae.tasks.storage.rawstore import RawStore
 log = logging.getLogger("laminae.crawl")
 
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-PDF_TYPE = "application/pdf"
-VIDEO_TYPES = frozenset({"video/mp4", "video/quicktime", "video/webm", "video/x-matroska", "video/ogg",
-                         "video/x-msvideo"})
-PAGE_TYPES = HTML_TYPES | {PDF_TYPE} | VIDEO_TYPES  # what becomes a document
 ROBOTS_TTL = 3600.0  # seconds a robots.txt answer serves later crawlers in this process (image batches)
 ROBOTS_MAX_BYTES = 1_000_000  # of a robots.txt (decompressed) read; the rules past it are not (RFC 9309 asks 500 KiB)
 INFLATE_STEP = 1 << 20  # bytes one step of gzip/deflate decoding may produce (a bomb inflates 1000x)
@@ -129,50 +132,6 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def sniff_content_type(body: bytes, declared: str | None) -> str:
-    """The content type the bytes really are, trusting magic numbers over the header."""
-    head = body[:2048]
-    stripped = head.lstrip()
-    if stripped.startswith(b"%PDF-"):
-        return "application/pdf"
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    video = sniff_video(head)
-    if video:
-        return video
-    lowered = stripped[:512].lower()
-    if lowered.startswith(b"<svg") or (lowered.startswith(b"<?xml") and b"<svg" in head.lower()):
-        return "image/svg+xml"
-    if b"\x00" in head:
-        return "application/octet-stream"
-    if any(tag in lowered for tag in (b"<!doctype html", b"<html", b"<head", b"<body")):
-        return "text/html"
-    if declared:
-        return declared
-    if any(tag in lowered for tag in (b"<p", b"<div", b"<h1", b"<table")):
-        return "text/html"
-    return "text/plain"
-
-
-def sniff_video(head: bytes) -> str | None:
-    """The video container the first bytes announce (ISO BMFF, Matroska/WebM, Ogg, AVI), or None."""
-    if head[4:8] == b"ftyp":
-        return "video/quicktime" if head[8:10] == b"qt" else "video/mp4"
-    if head.startswith(b"\x1a\x45\xdf\xa3"):
-        return "video/webm" if b"webm" in head[:64] else "video/x-matroska"
-    if head.startswith(b"OggS") and b"theora" in head[:64]:
-        return "video/ogg"
-    if head[:4] == b"RIFF" and head[8:12] == b"AVI ":
-        return "video/x-msvideo"
-    return None
 
 
 def _parse_content_type(header: str | None) -> tuple[str | None, str | None]:
@@ -465,7 +424,7 @@ class Crawler:
             return
         result.declared_type = mimetypes.guess_type(read.path)[0]
         result.size = len(read.body)
-        result.content_type = sniff_content_type(read.body, result.declared_type)
+        result.content_type = sniff_content_type(read.body, result.declared_type, result.url)
         result.raw_key = self.store.put(read.body)
 
     def _max_bytes(self, kind: str) -> int:
@@ -558,7 +517,7 @@ class Crawler:
             result.size = len(body)
             if not body:
                 raise _Failure("empty_body", "the response body is empty", status=status)
-            result.content_type = sniff_content_type(body, declared)
+            result.content_type = sniff_content_type(body, declared, result.final_url or result.url)
             if result.kind in ("sitemap", "robots"):
                 result.body = body
             else:
@@ -639,8 +598,8 @@ async def crawl_async(
                     on_result(res)
                 if res.final_url:
                     seen.add(normalize_url(res.final_url))
-                if (depth == cfg.follow_links or not res.ok or res.content_type not in PAGE_TYPES
-                        or res.content_type in VIDEO_TYPES or not res.raw_key):
+                if (depth == cfg.follow_links or not res.ok or not res.raw_key
+                        or (res.content_type not in HTML_TYPES and res.content_type != PDF_TYPE)):
                     continue
                 extract = extract_pdf_links if res.content_type == PDF_TYPE else extract_links
                 source = res.final_url or res.url

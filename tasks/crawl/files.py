@@ -1,6 +1,7 @@
 """Files: ``file://`` seeds; folders listed into page URLs, files read in place of HTTP fetches.
 
-Reads the folders given as seeds (recursively: the HTML, XHTML and PDF files under them) and the
+Reads the folders given as seeds (recursively: the files under them whose extension names a document
+format: HTML, PDF, Markdown, text, CSV, Word, PowerPoint, Excel, EPUB) and the
 files under them; writes nothing (the crawler puts the bytes into the index's ``RawStore``). A
 path whose real location (every symlink resolved) is outside the real path of every seed folder
 is never opened. A file's ``etag`` is ``"<size>-<mtime_ns>"``: a refresh that finds the same one
@@ -17,7 +18,7 @@ from email.utils import formatdate
 from pathlib import Path
 from urllib.parse import unquote_to_bytes, urlsplit
 
-PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".pdf")  # what a folder listing yields
+from laminae.tasks.crawl.formats import PAGE_SUFFIXES
 
 
 class FileProblem(Exception):

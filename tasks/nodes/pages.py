@@ -15,12 +15,13 @@ from laminae.schemas.ids import document_id
 from laminae.schemas.tables import duplicate_row, error_row, timeout_row
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, FetchResult
+from laminae.tasks.crawl.formats import format_of
 from laminae.tasks.crawl.pictures import check_image
 from laminae.tasks.nodes.build import DocumentNodes, build_nodes, cap_components
-from laminae.tasks.parse.document import Component, ParsedPage
-from laminae.tasks.parse.html import ParseError, image_text_proxy, parse_html
+from laminae.tasks.parse import parse
+from laminae.tasks.parse.document import Component, ParsedPage, ParseError
+from laminae.tasks.parse.html import image_text_proxy
 from laminae.tasks.parse.isolated import WorkerCrash, WorkerTimeout, worker_pool
-from laminae.tasks.parse.pdf import PdfError, parse_pdf
 from laminae.tasks.storage.rawstore import RawStore
 
 # imported by a worker before a page's deadline starts (the parsers import them lazily; a second
@@ -119,12 +120,11 @@ def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
     try:
         if res.content_type in VIDEO_TYPES:
             page = video_page(res)
-        elif pdf:
-            page = parse_pdf(raw.get(res.raw_key), res.final_url or res.url, settings.parse, settings.ocr)
         else:
-            page = parse_html(raw.get(res.raw_key), res.final_url or res.url, settings.parse, res.charset)
+            page = parse(raw.get(res.raw_key), res.final_url or res.url, res.content_type, cfg=settings.parse,
+                         ocr=settings.ocr, charset=res.charset)
     except ParseError as exc:
-        reason = exc.reason if isinstance(exc, PdfError) else "unparsable_html"
+        reason = getattr(exc, "reason", None) or f"unparsable_{format_of(res.content_type) or 'document'}"
         return None, [error_row(run_id, res.url, "parse", reason, str(exc))], []
     except Exception as exc:  # a parser bug must not sink the batch: record it with the page
         log.exception("parse of %s failed", res.url)
@@ -133,7 +133,8 @@ def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
         reason, _, message = next(w for w in page.warnings if w.startswith("navigation_only")).partition(": ")
         return None, [error_row(run_id, res.url, "parse", reason, message, severity="warning")], []
     if not page.components:  # often a script-rendered page; keep what an earlier build indexed
-        what = "a text layer or images in the PDF" if pdf else "paragraphs, tables or images in the HTML"
+        what = "a text layer or images in the PDF" if pdf else \
+            f"paragraphs, tables or images in the {(format_of(res.content_type) or 'document').upper()}"
         reason = "no_text_layer" if pdf and any(w.startswith("no_text_layer") for w in page.warnings) \
             else "no_content"
         return None, [error_row(run_id, res.url, "parse", reason, f"found no {what}; document skipped")], []

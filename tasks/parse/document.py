@@ -9,6 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class ParseError(Exception):
+    """A document that cannot be indexed; ``reason`` is its error row's reason (``unparsable_docx``,
+    ``zip_bomb``...). Every format's parser raises this (or a subclass) for bad input."""
+
+    def __init__(self, message: str, reason: str = "unparsable") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 @dataclass
 class Link:
     url: str  # absolute target, fragment removed
@@ -56,7 +65,7 @@ class ParsedPage:
     lang: str | None
     components: list[Component]
     warnings: list[str] = field(default_factory=list)
-    kind: str = "html"  # html | pdf | video
+    kind: str = "html"  # html | pdf | video | markdown | text | csv | docx | pptx | xlsx | epub
 
 
 def linearize_table(caption: str | None, header: list[str] | None, rows: list[list[str]]) -> str:
@@ -66,3 +75,19 @@ def linearize_table(caption: str | None, header: list[str] | None, rows: list[li
         lines.append(" | ".join(header))
     lines.extend(" | ".join(r) for r in rows)
     return "\n".join(lines)
+
+
+def decode_text(body: bytes, charset: str | None = None) -> tuple[str, str | None]:
+    """A text file's characters (Markdown, plain text, CSV): its byte-order mark, else the declared
+    charset, else UTF-8, else Windows-1252; and a warning when bytes had to be replaced."""
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        if body.startswith(bom):
+            return body[len(bom):].decode(codec, errors="replace"), None
+    for codec in dict.fromkeys(c for c in ((charset or "").lower() or None, "utf-8") if c):
+        try:
+            return body.decode(codec), None
+        except (UnicodeDecodeError, LookupError):
+            continue
+    text = body.decode("cp1252", errors="replace")
+    bad = text.count("\ufffd")
+    return text, (f"undecodable_bytes: {bad} bytes are not UTF-8 or Windows-1252; replaced" if bad else None)
