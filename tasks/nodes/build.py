@@ -88,7 +88,9 @@ def document_row(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> dict
         "title": page.title,
         "summary": None,
         "text": f"{page.title}\n{lead}".strip(),
-        "annotations": json.dumps(fetch.annotations, sort_keys=True) if fetch.annotations else None,
+        # the seed's annotations win over what the document says of itself (front matter)
+        "annotations": json.dumps(annotations, sort_keys=True) if (annotations := {**page.meta, **fetch.annotations})
+        else None,
         "content_type": fetch.content_type,
         "content_hash": fetch.raw_key,
         "raw_key": fetch.raw_key,

@@ -66,6 +66,9 @@ class ParsedPage:
     components: list[Component]
     warnings: list[str] = field(default_factory=list)
     kind: str = "html"  # html | pdf | video | markdown | text | csv | docx | pptx | xlsx | epub
+    # what the document says of itself (Markdown front matter, Office properties): kept beside the seed's
+    # annotations in the documents table, never as body text
+    meta: dict[str, str] = field(default_factory=dict)
 
 
 def linearize_table(caption: str | None, header: list[str] | None, rows: list[list[str]]) -> str:
