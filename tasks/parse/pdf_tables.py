@@ -1,10 +1,14 @@
-"""Ruled tables on a PDF page: a regular grid of strokes is read straight from the page's words,
-other ruling (merged cells, shading, partial lines, curved paths) by pymupdf's ``find_tables``.
+"""Tables on a PDF page, with any ruling or none: a regular grid of strokes is read straight from
+the page's words, other ruling (merged cells, shading, partial lines, curved paths) by pymupdf's
+``find_tables``, horizontal rules only or no rules at all (and dot-leader contents) from the
+alignment of the words (``pdf_table_text``). Layout-model table boxes, when given, admit aligned
+words without rules that would otherwise need more rows, and only they admit rule-less tables.
 
-Reads a page's vector boxes (``pdf``'s ``rules``) and words; returns table ``Block``s with header,
-rows and each row's y-range. ``find_tables`` gets at most ``pdf_table_timeout_s`` a page and
-``pdf_tables_budget_s`` a document (``TableBudget``): a page over either loses only those tables,
-with a warning.
+Reads a page's vector boxes (``pdf``'s ``rules``), words and bold spans; returns table ``Block``s
+with header (bold rows, rows above a rule, else the first row), rows and each row's y-range.
+Frames, diagrams and boxes of prose are refused (``table_shape``). ``find_tables`` gets at most
+``pdf_table_timeout_s`` a page and ``pdf_tables_budget_s`` a document (``TableBudget``): a page
+over either loses only those tables, with a warning.
 """
 
 from __future__ import annotations
@@ -15,16 +19,20 @@ import threading
 import time
 from bisect import bisect_right
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from statistics import median
 
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.document import Component
 from laminae.tasks.parse.isolated import in_worker
 from laminae.tasks.parse.pdf_blocks import Block, Words, cell_text, page_list, within, words_in
+from laminae.tasks.parse.pdf_table_text import aligned_tables
 
 NUMBER = re.compile(r"^[-+]?[\d.,% ]+$")
 SNAP = 3.0  # points: strokes closer than this are one line; thinner boxes are lines (as find_tables)
 MAX_RULES = 2000  # more vector boxes than this (a chart or a drawing): leave the page to find_tables
+LEFT = "\x00"  # a cell covered by the merged cell on its left (find_tables gives None)
+PROSE_CELL = 40  # median characters of a table's cells above which they are prose, not cells
 
 
 @dataclass
@@ -179,7 +187,7 @@ class TableBudget:
         self.timed_out: list[int] = []
         self.skipped: list[int] = []
 
-    def find(self, page, number: int, area: tuple) -> list:
+    def find(self, page, number: int, area: tuple, **settings) -> list:
         """``find_tables``' tables over ``area``, or none when the page's or the document's time runs out."""
         import pymupdf
 
@@ -190,7 +198,7 @@ class TableBudget:
         start = time.perf_counter()
         try:
             with _alarm(limit):
-                finder = page.find_tables(clip=pymupdf.Rect(area), use_layout=False)
+                finder = page.find_tables(clip=pymupdf.Rect(area), use_layout=False, **settings)
         except _OverBudget:
             (self.timed_out if limit == self.page_s else self.skipped).append(number)
             return []
@@ -211,21 +219,112 @@ class TableBudget:
         return out
 
 
-def read_tables(page, number: int, grids: list[_Grid], area: tuple | None, words: Words,
-            budget: TableBudget) -> list[Block]:
-    """Table blocks: regular grids read straight from the page's words, other ruling by
-    ``find_tables`` (one call over the area around all of it, within ``budget``)."""
-    found: list[tuple[tuple, list[tuple[list[str], tuple[float, float]]]]] = []
-    for grid in grids:
-        found.append((grid.bbox, _grid_rows(grid, words())))
+@dataclass
+class _Found:
+    """A table read from the page before its header is chosen: cells (``LEFT`` where a merged cell
+    covers it), each row's y-range, which rows are bold, the y of rules between rows."""
+
+    bbox: tuple
+    rows: list[list[str]]
+    bounds: list[tuple[float, float]]
+    bold: list[bool] = field(default_factory=list)
+    rules: list[float] = field(default_factory=list)
+    leaders: bool = False
+
+
+class _Bold:
+    """``id()`` of a page's bold words, found on first use (a second pass over the page's spans)."""
+
+    def __init__(self, page, words: Words) -> None:
+        self.page, self.words, self.ids = page, words, None
+
+    def __contains__(self, key: int) -> bool:
+        if self.ids is None:
+            buckets: dict[int, list] = {}
+            for block in self.page.get_text("dict", textpage=self.words.textpage)["blocks"]:
+                for line in block.get("lines", ()):
+                    for span in line["spans"]:
+                        if span["flags"] & 16 or "bold" in span["font"].lower():
+                            for k in range(int(span["bbox"][1] // 20), int(span["bbox"][3] // 20) + 1):
+                                buckets.setdefault(k, []).append(span["bbox"])
+            self.ids = {id(w) for w in self.words()
+                        if any(within(w, b, 0.5) for b in buckets.get(int((w[1] + w[3]) / 40), ()))}
+        return key in self.ids
+
+
+def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget: TableBudget, cfg: ParseConfig,
+                     regions: list[tuple[float, float, float, float]] | None = None) -> list[Block]:
+    """The page's tables: ruled grids, other ruling by ``find_tables`` (within ``budget``), then
+    aligned words outside them. ``regions`` (the layout model's table boxes, when it ran) admit
+    aligned words with two rows and no rule; outside them a rule-less table is not trusted."""
+    bold = _Bold(page, words)
+    found = _ruled(page, number, *table_areas(rules), words, budget, bold)
+    free = [w for w in words() if not any(within(w, f.bbox) for f in found)]
+    hrules = _horizontal_rules(rules)
+    if regions is not None:
+        for region in regions:
+            box = (region[0] - 4, region[1] - 4, region[2] + 4, region[3] + 4)
+            inside = [w for w in free if within(w, box, 0)]
+            found += [_from_text(t) for t in aligned_tables(inside, hrules, bold, min_rows=2)]
+            free = [w for w in free if not within(w, box, 0)]
+    found += [_from_text(t) for t in aligned_tables(free, hrules, bold, min_rows=3, need_rules=regions is not None)]
+    found.sort(key=lambda f: (f.bbox[1], f.bbox[0]))
+    return [block for f in found if table_shape(f.rows) is None
+            and (block := _table_block(number, f.bbox, f.rows, f.bounds, _header_rows(f))) is not None]
+
+
+def _from_text(t) -> _Found:
+    return _Found(t.bbox, t.rows, t.bounds, t.bold, t.rules, t.leaders)
+
+
+def _horizontal_rules(rules: list[tuple]) -> list[tuple[float, float, float]]:
+    """``(y, x0, x1)`` of the page's horizontal strokes and thin bars (not the sides of boxes)."""
+    return [((y0 + y1) / 2, x0, x1) for x0, y0, x1, y1, _, rect in rules if rect and y1 - y0 <= SNAP < x1 - x0]
+
+
+def _ruled(page, number: int, grids: list[_Grid], area: tuple | None, words: Words, budget: TableBudget,
+           bold: _Bold) -> list[_Found]:
+    """Tables drawn with horizontal and vertical strokes (``table_areas``): regular grids read from
+    the words, the rest by ``find_tables`` over ``area``."""
+    found = []
+    for g in grids:
+        rows = _grid_rows(g, words())
+        found.append(_Found(g.bbox, [cells for cells, _ in rows], [b for _, b in rows]))
     for tab in budget.find(page, number, area) if area else []:
-        if any(within(tab.bbox, grid.bbox) for grid in grids):
+        if any(within(tab.bbox, g.bbox) for g in grids):
             continue  # a regular grid inside the area, read above
         inside = words_in(words(), tab.bbox)
-        found.append((tuple(tab.bbox), [([cell_text(inside, c) if c else "" for c in row.cells],
-                                         (row.bbox[1], row.bbox[3])) for row in tab.rows]))
-    return [block for bbox, rows in sorted(found, key=lambda f: (f[0][1], f[0][0]))
-            if (block := _table_block(number, bbox, rows)) is not None]
+        rows = []
+        for row in tab.rows:
+            cells = []
+            for j, c in enumerate(row.cells):
+                left = next((k for k in range(j - 1, -1, -1) if row.cells[k]), None)
+                spans = c is None and left is not None and row.cells[left][2] > _column_x(tab, j)
+                cells.append(cell_text(inside, c) if c else LEFT if spans else "")
+            rows.append(cells)
+        found.append(_Found(tuple(tab.bbox), rows, [(r.bbox[1], r.bbox[3]) for r in tab.rows]))
+    for f in found:
+        x0, _, x1, _ = f.bbox
+        f.bold = [all(id(w) in bold for w in row) if row else False
+                  for row in (words_in(words(), (x0, top, x1, bottom)) for top, bottom in f.bounds)]
+    return [f for f in found if f.rows]
+
+
+def _column_x(tab, j: int) -> float:
+    """The centre of column ``j`` of a ``find_tables`` table (from a row where it is a cell of its own)."""
+    for row in tab.rows:
+        if row.cells[j]:
+            return (row.cells[j][0] + row.cells[j][2]) / 2
+    return float("inf")
+
+
+def read_tables(page, number: int, grids: list[_Grid], area: tuple | None, words: Words,
+                budget: TableBudget) -> list[Block]:
+    """Ruled tables only: the page parser's call until it calls ``find_page_tables``."""
+    found = sorted(_ruled(page, number, grids, area, words, budget, _Bold(page, words)),
+                   key=lambda f: (f.bbox[1], f.bbox[0]))
+    return [block for f in found if table_shape(f.rows) is None
+            and (block := _table_block(number, f.bbox, f.rows, f.bounds, _header_rows(f))) is not None]
 
 
 def _grid_rows(grid: _Grid, words: list) -> list[tuple[list[str], tuple[float, float]]]:
@@ -242,20 +341,67 @@ def _grid_rows(grid: _Grid, words: list) -> list[tuple[list[str], tuple[float, f
              (ys[i], ys[i + 1])) for i, row in enumerate(cells)]
 
 
-def _table_block(number: int, bbox: tuple, rows: list[tuple[list[str], tuple[float, float]]]) -> Block | None:
-    """A table block from ruled rows: the first is the header unless it holds numbers (pymupdf's
-    own header search, ``tab.header``, looks for text above the table and costs more than finding
-    the table); None when no row has text."""
-    first = rows[0][0] if rows else []
-    if any(first) and not any(NUMBER.match(cell) for cell in first if cell):
-        header, rows = first, rows[1:]
-    else:
-        header = []
-    rows = [(cells, bounds) for cells, bounds in rows if any(cell.strip() for cell in cells)]
-    if not rows:
+
+def table_shape(rows: list[list[str]]) -> str | None:
+    """Why these cells are not a table, or None: a table needs two columns and two rows with two
+    filled cells or more, and short cells (median under ``PROSE_CELL`` characters). A frame round
+    a page, a box of prose, a diagram's scattered boxes fail one of these."""
+    filled = [[c for c in row if c and c != LEFT] for row in rows]
+    if max((len(row) for row in rows), default=0) < 2:
+        return "one column"
+    if sum(1 for row in filled if len(row) >= 2) < 2:
+        return "fewer than two rows of two cells"
+    if median(len(c) for row in filled for c in row) > PROSE_CELL:
+        return "cells of prose"
+    return None
+
+
+def _header_rows(f: _Found) -> int:
+    """How many leading rows are the header: the bold ones (at most three, not all), else the rows
+    above the first rule when rules do not part every row, else the first row unless it holds
+    numbers or is a contents entry."""
+    n = len(f.rows)
+    k = 0
+    while k < min(n - 1, 3) and f.bold[k]:
+        k += 1
+    if k:
+        return k
+    parted = [i for i in range(n - 1) if any(f.bounds[i][1] - 1 <= y <= f.bounds[i + 1][0] + 1 for y in f.rules)]
+    if parted and len(parted) < n - 1 and parted[0] < 3:
+        return parted[0] + 1
+    first = [c for c in f.rows[0] if c and c != LEFT]
+    return 0 if f.leaders or not first or any(NUMBER.match(c) for c in first) else 1
+
+
+def _merge_header(rows: list[list[str]]) -> list[str]:
+    """Header rows as one: each column's texts top to bottom, a merged cell's text over every
+    column it covers ("Population" over "2020" and "2024": "Population 2020", "Population 2024")."""
+    out = []
+    for j in range(len(rows[0])):
+        parts: list[str] = []
+        for row in rows:
+            k = j
+            while k > 0 and row[k] == LEFT:
+                k -= 1
+            text = "" if row[k] == LEFT else row[k]
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        out.append(" ".join(parts))
+    return out
+
+
+def _table_block(number: int, bbox: tuple, rows: list[list[str]], bounds: list[tuple[float, float]],
+                 header_rows: int) -> Block | None:
+    """A table block: ``header_rows`` leading rows merged into the header, the others its rows
+    (those with no text dropped); None when no row is left."""
+    header = _merge_header(rows[:header_rows]) if header_rows else []
+    body = [([("" if c == LEFT else c) for c in cells], b)
+            for cells, b in zip(rows[header_rows:], bounds[header_rows:], strict=True)
+            if any(c.strip() for c in cells if c != LEFT)]
+    if not body:
         return None
-    block = Block(number, tuple(bbox), kind="table", row_bounds=[bounds for _, bounds in rows])
+    block = Block(number, tuple(bbox), kind="table", row_bounds=[b for _, b in body])
     block.component = Component(kind="table", text="", section_path=[], table_kind="data",
-                                header=header if any(header) else None, rows=[cells for cells, _ in rows],
+                                header=header if any(header) else None, rows=[cells for cells, _ in body],
                                 page=number, bbox=[float(v) for v in bbox])
     return block

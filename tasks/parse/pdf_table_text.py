@@ -1,0 +1,178 @@
+"""Tables read from the alignment of a PDF page's words: columns of text with horizontal rules
+only (booktabs, a rule under the header, a rule between rows) or with no rules at all, and
+contents pages whose entries run to their page numbers along dot leaders.
+
+Reads a page's words (pymupdf ``words`` tuples), its horizontal rules ``(y, x0, x1)`` and which
+words are bold; returns ``TextTable`` candidates (rows of cells, each row's y-range and boldness,
+the rules inside). Whether a candidate is a table at all is ``pdf_tables.table_shape``'s call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container
+from dataclasses import dataclass, field
+from statistics import median
+
+LEADER = re.compile(r"^[.·…‥_]{3,}$")  # one word of leader dots
+DOT = re.compile(r"^[.·…‥_]{1,2}$")  # a leader written as spaced dots: ". . . ."
+GAP = 0.9  # a gap wider than this many line heights between words separates two cells
+MAX_LINE_GAP = 1.6  # a white space taller than this many line heights ends a table
+MAX_LINES = 4000  # a page with more text lines than this is not searched for aligned columns
+
+
+@dataclass
+class _Line:
+    words: list[tuple]
+    segments: list[list[tuple]] = field(default_factory=list)
+    leader: bool = False
+
+    @property
+    def y0(self) -> float:
+        return min(w[1] for w in self.words)
+
+    @property
+    def y1(self) -> float:
+        return max(w[3] for w in self.words)
+
+    @property
+    def height(self) -> float:
+        return median(w[3] - w[1] for w in self.words)
+
+
+@dataclass
+class TextTable:
+    """Rows of cells read from aligned words; ``bold`` per row, the y of rules inside the table."""
+
+    bbox: tuple[float, float, float, float]
+    rows: list[list[str]]
+    bounds: list[tuple[float, float]]
+    bold: list[bool]
+    rules: list[float]
+    leaders: bool = False  # a contents table: its first entry is never taken for a header
+
+
+def _lines(words: list) -> list[_Line]:
+    """Words grouped into visual lines (a word joins a line its centre lies within), top to bottom,
+    each cut into segments at wide gaps and at dot leaders (the leaders themselves dropped)."""
+    lines: list[_Line] = []
+    for w in sorted(words, key=lambda w: ((w[1] + w[3]) / 2, w[0])):
+        cy = (w[1] + w[3]) / 2
+        if lines and lines[-1].words[0][1] <= cy <= lines[-1].words[0][3]:
+            lines[-1].words.append(w)
+        else:
+            lines.append(_Line([w]))
+    for line in lines:
+        line.words.sort(key=lambda w: w[0])
+        gap = GAP * line.height
+        dots = [bool(LEADER.match(w[4])) for w in line.words]
+        for i in range(len(line.words) - 2):  # spaced dots count as a leader when three follow one another
+            if all(DOT.match(w[4]) for w in line.words[i:i + 3]):
+                dots[i] = dots[i + 1] = dots[i + 2] = True
+        line.leader = any(dots) and not dots[0] and not dots[-1]
+        current: list[tuple] = []
+        for w, dot in zip(line.words, dots, strict=True):
+            if dot or (current and w[0] - current[-1][2] > gap):
+                if current:
+                    line.segments.append(current)
+                current = []
+            if not dot:
+                current.append(w)
+        if current:
+            line.segments.append(current)
+    return lines
+
+
+def _columns(lines: list[_Line]) -> list[float]:
+    """The x of the white gutters between columns: ranges no segment covers (one covering segment
+    forgiven in a run of five lines or more: a head spanning two columns)."""
+    x0 = min(s[0][0] for line in lines for s in line.segments)
+    x1 = max(s[-1][2] for line in lines for s in line.segments)
+    size = int(x1 - x0) + 2
+    cover = [0] * size
+    for line in lines:
+        for s in line.segments:
+            for x in range(int(s[0][0] - x0), int(s[-1][2] - x0) + 1):
+                cover[x] += 1
+    forgive = 1 if len(lines) >= 5 else 0
+    cuts: list[float] = []
+    start = None
+    for x, n in enumerate(cover):
+        if n <= forgive and start is None:
+            start = x
+        elif n > forgive and start is not None:
+            if start > 0:
+                cuts.append(x0 + (start + x) / 2)
+            start = None
+    return cuts
+
+
+def _is_row(line: _Line) -> bool:
+    return len(line.segments) >= 2
+
+
+def _runs(lines: list[_Line]) -> list[list[_Line]]:
+    """Runs of lines with two cells or more, close together; a one-cell line joins a run when it does
+    not start at the run's left edge (a wrapped cell of a later column)."""
+    runs: list[list[_Line]] = []
+    run: list[_Line] = []
+    for line in lines:
+        near = run and line.y0 - run[-1].y1 <= MAX_LINE_GAP * max(line.height, run[-1].height)
+        wrapped = run and line.segments[0][0][0] > min(ln.words[0][0] for ln in run) + 2 * line.height
+        if near and (_is_row(line) or wrapped):
+            run.append(line)
+        else:
+            if run:
+                runs.append(run)
+            run = [line] if _is_row(line) else []
+    if run:
+        runs.append(run)
+    return [r[:max(i for i, ln in enumerate(r) if _is_row(ln)) + 1] for r in runs if sum(map(_is_row, r)) >= 2]
+
+
+def aligned_tables(words: list, rules: list[tuple[float, float, float]], bold: Container[int], min_rows: int,
+                   need_rules: bool = False) -> list[TextTable]:
+    """Tables of aligned words; ``rules`` are the page's horizontal rules ``(y, x0, x1)``, ``bold``
+    holds the ``id()`` of each bold word. A table with a rule across it (above, inside or under
+    it) needs two rows, one without ``min_rows``, or is dropped when ``need_rules``."""
+    lines = _lines(words)
+    if len(lines) > MAX_LINES:
+        return []
+    out: list[TextTable] = []
+    for run in _runs(lines):
+        cuts = _columns(run)
+        if not cuts:
+            continue
+        x0 = min(w[0] for ln in run for w in ln.words)
+        x1 = max(w[2] for ln in run for w in ln.words)
+        y0, y1 = run[0].y0, run[-1].y1
+        h = median(ln.height for ln in run)
+        across = [y for y, rx0, rx1 in rules if rx0 <= x0 + 0.4 * (x1 - x0) and rx1 >= x1 - 0.4 * (x1 - x0)
+                  and y0 - 1.5 * h <= y <= y1 + 1.5 * h]
+        rows = _rows(run, cuts, bold)
+        if len(rows) < (2 if across else min_rows) or (need_rules and not across):
+            continue
+        top = min(across + [y0]) if across else y0
+        bottom = max(across + [y1]) if across else y1
+        inside = sorted(y for y in across if rows[0][1][0] < y < rows[-1][1][1])
+        out.append(TextTable((x0, top, x1, bottom), [r[0] for r in rows], [r[1] for r in rows],
+                             [r[2] for r in rows], inside, leaders=sum(ln.leader for ln in run) >= 2))
+    return out
+
+
+def _rows(run: list[_Line], cuts: list[float], bold: Container[int]) -> list[tuple[list[str], tuple[float, float], bool]]:
+    """Each line's words placed in columns by their centre; a line whose first cell is empty and that
+    fills a single cell is the wrapped rest of the row above, joined to it."""
+    rows: list[tuple[list[str], tuple[float, float], bool]] = []
+    for line in run:
+        cells: list[list[str]] = [[] for _ in range(len(cuts) + 1)]
+        for w in (w for s in line.segments for w in s):
+            cells[sum(1 for c in cuts if c < (w[0] + w[2]) / 2)].append(w[4])
+        texts = [" ".join(c) for c in cells]
+        is_bold = all(id(w) in bold for s in line.segments for w in s)
+        if rows and not texts[0] and sum(1 for t in texts if t) == 1:
+            above, (top, _), was_bold = rows[-1]
+            rows[-1] = ([f"{a} {t}".strip() for a, t in zip(above, texts, strict=True)], (top, line.y1), was_bold)
+        else:
+            rows.append((texts, (line.y0, line.y1), is_bold))
+    return rows
