@@ -22,6 +22,10 @@ class Block:
     lines: list[str] = field(default_factory=list)
     size: float = 0.0
     bold: bool = False
+    weight: int = 0  # 0 regular, 1 medium / semibold, 2 bold
+    italic: bool = False
+    symbols: bool = False  # dingbats or private-use glyphs (check boxes): never a heading
+    garbled: bool = False  # characters without a Unicode map: read by OCR or dropped
     gap_before: bool = False  # a paragraph break inside a pymupdf block
     heading: int = 0  # heading level, 0 for body text
     text: str = ""
@@ -29,6 +33,7 @@ class Block:
     component: Component | None = None
     offset: int = 0  # where this block's text starts in its component's text
     row_bounds: list[tuple[float, float]] = field(default_factory=list)  # tables: y-range of each data row
+    region: str = ""  # the layout model's class of the region it lies in, when the model ran
 
 
 def join_lines(lines: list[str]) -> str:

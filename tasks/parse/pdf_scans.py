@@ -1,13 +1,16 @@
-"""PDF pages without a text layer (scans): rendered and read by OCR (``laminae.tasks.parse.ocr``).
+"""PDF pages without a text layer (scans), and text blocks whose font has no Unicode map: rendered
+and read by OCR (``laminae.tasks.parse.ocr``).
 
 Reads a pymupdf page; returns its OCR lines as paragraph ``Block``s in page points (page and bbox
-like any text) and the document's ``ocr_used``, ``ocr_skipped`` or ``no_text_layer`` warnings.
+like any text) and the document's ``ocr_used``, ``ocr_skipped`` or ``no_text_layer`` warnings. A
+garbled block (``read_garbled``) is rendered alone and read; when OCR is off, unavailable or over
+its budget the block is dropped with an ``unmapped_font`` warning, never indexed as text.
 """
 
 from __future__ import annotations
 
 from laminae.tasks.config import OcrConfig
-from laminae.tasks.parse.ocr import OcrUnavailable, TextLine, read_lines
+from laminae.tasks.parse.ocr import OcrUnavailable, TextLine, read_lines, repair_spacing
 from laminae.tasks.parse.pdf_blocks import Block, join_lines, page_list
 
 
@@ -20,6 +23,7 @@ class Scans:
         self.read_pages: list[int] = []
         self.unread: list[int] = []  # over max_pages, or OCR failed or unavailable
         self.reason = ""
+        self.garbled_read: list[int] = []  # pages of the garbled blocks read
 
     def read(self, page, number: int, images: list[Block],
              warnings: list[str]) -> tuple[list[Block], list[Block]]:
@@ -44,6 +48,38 @@ class Scans:
         kept = [im for im in images if _area(im.bbox) < 0.5 * area]  # the scan itself is now text
         return _scan_blocks(lines, number, scale), kept
 
+    def read_garbled(self, page, number: int, blocks: list[Block], warnings: list[str]) -> list[Block]:
+        """Text blocks whose characters have no Unicode map, read again by OCR from the rendered
+        page; what cannot be read is dropped with an ``unmapped_font`` warning."""
+        out: list[Block] = []
+        for b in blocks:
+            sample = " ".join(b.text.split())[:40]
+            if not self.on or len(self.garbled_read) >= self.cfg.max_pages * 20:
+                warnings.append(f"unmapped_font: page {number}: a text block's font has no Unicode map and it "
+                                f"was not read ({self.reason or 'OCR is off'}): {sample!r}")
+                continue
+            try:
+                picture, scale = render_page(page, self.cfg, clip=b.bbox)
+                top = max(b.bbox[1] - 4, page.rect.y0)
+                lines = [line for line in read_lines(picture, self.cfg)  # not the neighbours' edges
+                         if b.bbox[1] <= top + (line.bbox[1] + line.bbox[3]) / 2 * scale <= b.bbox[3]]
+            except OcrUnavailable as exc:
+                self.on, self.reason = False, str(exc)
+                warnings.append(f"unmapped_font: page {number}: a text block's font has no Unicode map and it "
+                                f"was not read ({exc}): {sample!r}")
+                continue
+            except Exception as exc:  # one unreadable block must not lose the page
+                warnings.append(f"unmapped_font: page {number}: OCR failed on a block without a Unicode map: "
+                                f"{type(exc).__name__}: {exc}")
+                continue
+            self.garbled_read.append(number)
+            texts = [repair_spacing(line.text) if self.cfg.repair_spacing else line.text for line in lines]
+            text = join_lines(texts)
+            if text:
+                out.append(Block(number, b.bbox, size=b.size, weight=b.weight, bold=b.bold, italic=b.italic,
+                                 lines=texts, text=text, gap_before=b.gap_before))
+        return out
+
     def summary(self, page_count: int, has_text: bool) -> list[str]:
         out = []
         if self.read_pages and has_text:
@@ -57,6 +93,9 @@ class Scans:
         elif self.unread and self.read_pages:
             out.append(f"ocr_skipped: pages {page_list(self.unread)} have no text layer and were not read: "
                        f"{self.reason}")
+        if self.garbled_read:
+            out.append(f"unmapped_font: {len(self.garbled_read)} text blocks in fonts without a Unicode map were "
+                       f"read by OCR (pages {page_list(sorted(set(self.garbled_read)))})")
         return out
 
 
@@ -64,16 +103,20 @@ def _area(bbox: tuple[float, float, float, float]) -> float:
     return max(bbox[2] - bbox[0], 0.0) * max(bbox[3] - bbox[1], 0.0)
 
 
-def render_page(page, cfg: OcrConfig):
-    """The page as a PIL picture at ``render_dpi`` (less when that would pass ``max_render_pixels``),
-    and the factor from its pixels to the page's points."""
+def render_page(page, cfg: OcrConfig, clip: tuple | None = None):
+    """The page (or the ``clip`` of it, padded by 4 points, at 300 dpi or more) as a PIL picture at
+    ``render_dpi`` (less when that would pass ``max_render_pixels``), and the factor from its pixels to
+    the page's points."""
     from PIL import Image
 
-    points = page.rect.width * page.rect.height
-    dpi = min(cfg.render_dpi, int((cfg.max_render_pixels / max(points, 1.0)) ** 0.5 * 72))
-    pix = page.get_pixmap(dpi=max(dpi, 1), alpha=False)
+    area = page.rect if clip is None else (page.rect & (clip[0] - 4, clip[1] - 4, clip[2] + 4, clip[3] + 4))
+    points = area.width * area.height
+    # a block alone is small: rendered finer, the recognizer keeps its word spaces (150 dpi ran them together)
+    wanted = cfg.render_dpi if clip is None else max(cfg.render_dpi, 300)
+    dpi = min(wanted, int((cfg.max_render_pixels / max(points, 1.0)) ** 0.5 * 72))
+    pix = page.get_pixmap(dpi=max(dpi, 1), alpha=False, clip=None if clip is None else area)
     picture = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-    return picture, page.rect.width / pix.width
+    return picture, area.width / pix.width
 
 
 def _scan_blocks(lines: list[TextLine], number: int, scale: float) -> list[Block]:

@@ -1,0 +1,86 @@
+"""Reading order of a PDF page's blocks: columns found wherever their gutter lies.
+
+Reads ``Block``s of one page; returns them in reading order. Writes nothing. A gutter is a vertical
+strip of white between the right edge of some blocks and the left edge of others, at any x (not
+only the page centre: a handbook's left column may end at 53 % of the width), with blocks on both
+sides that stand side by side and at least one of them a real paragraph (two lines or more; a form's
+label and value on one line are not columns). Blocks that cross the gutter (a title, a full-width
+paragraph or figure) cut the page into bands; in each band the left side is read before the right
+side, and each side is ordered the same way again (three columns, a column split further down).
+Without a gutter blocks read top to bottom, then left to right.
+"""
+
+from __future__ import annotations
+
+from laminae.tasks.parse.pdf_blocks import Block
+
+MIN_GUTTER = 6.0  # points of white between two columns, at least
+TOLERANCE = 2.0
+MAX_DEPTH = 4
+
+
+def _top_down(blocks: list[Block]) -> list[Block]:
+    return sorted(blocks, key=lambda b: (round(b.bbox[1]), b.bbox[0]))
+
+
+def _overlap(a: Block, b: Block) -> bool:
+    return a.bbox[1] < b.bbox[3] - 1 and b.bbox[1] < a.bbox[3] - 1
+
+
+def _tall(b: Block) -> bool:
+    return len(b.lines) >= 2 or (b.kind != "text" and b.bbox[3] - b.bbox[1] > 30)
+
+
+def _side_by_side(left: list[Block], right: list[Block]) -> bool:
+    """Whether a block on the left and one on the right share a height, one of them a paragraph."""
+    events = sorted([(b.bbox[1], 0, b) for b in left] + [(b.bbox[1], 1, b) for b in right],
+                    key=lambda e: (e[0], e[1]))
+    open_: tuple[list[Block], list[Block]] = ([], [])
+    for y, side, b in events:
+        for s in (0, 1):
+            open_[s][:] = [o for o in open_[s] if o.bbox[3] - 1 > y]
+        if any(_overlap(b, o) and (_tall(b) or _tall(o)) for o in open_[1 - side]):
+            return True
+        open_[side].append(b)
+    return False
+
+
+def _split(blocks: list[Block]) -> tuple[list[Block], list[Block], list[Block]] | None:
+    """(left, right, crossing) at the best gutter, None where there is none."""
+    best, best_score = None, 0.0
+    for lo in sorted({round(b.bbox[2], 1) for b in blocks}):
+        starts = [b.bbox[0] for b in blocks if b.bbox[0] >= lo + MIN_GUTTER]
+        if not starts:
+            continue
+        hi = min(starts)
+        left = [b for b in blocks if b.bbox[2] <= lo + TOLERANCE]
+        right = [b for b in blocks if b.bbox[0] >= hi - TOLERANCE and b.bbox[2] > lo + TOLERANCE]
+        if not left or not right:
+            continue
+        sided = {id(b) for b in left} | {id(b) for b in right}
+        crossing = [b for b in blocks if id(b) not in sided]
+        blocked = sum(1 for c in crossing if any(_overlap(c, b) for b in left + right))
+        score = len(left) + len(right) - 3 * blocked + (hi - lo) / 100
+        if score > best_score and _side_by_side(left, right):
+            best, best_score = (left, right, crossing), score
+    return best
+
+
+def reading_order(blocks: list[Block], depth: int = 0) -> list[Block]:
+    """Blocks in reading order: columns left to right within bands cut by blocks that span them."""
+    if len(blocks) < 2 or depth >= MAX_DEPTH:
+        return _top_down(blocks)
+    split = _split(blocks)
+    if split is None:
+        return _top_down(blocks)
+    left, right, crossing = split
+    out: list[Block] = []
+    top = float("-inf")
+    for cut in [*sorted(crossing, key=lambda b: b.bbox[1]), None]:
+        bottom = cut.bbox[1] if cut else float("inf")
+        for side in (left, right):
+            out.extend(reading_order([b for b in side if top <= b.bbox[1] < bottom], depth + 1))
+        if cut:
+            out.append(cut)
+            top = cut.bbox[1]
+    return out

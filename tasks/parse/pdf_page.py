@@ -1,0 +1,90 @@
+"""One PDF page's raw parts, from pymupdf's ``dict`` text: text blocks, image blocks and the boxes
+of vector paths.
+
+Reads a pymupdf page and its text page; returns ``Block``s in page points. Writes nothing. Text
+lines (``laminae.tasks.parse.pdf_text``) join into blocks of one style; a new block starts where
+the type size, weight or slant changes, a gap wider than 0.8 of a line opens, or a line opens a
+"Figure N" / "Table N" caption. Lines whose characters have no Unicode map gather in blocks of
+their own, marked ``garbled``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from laminae.tasks.config import ParseConfig
+from laminae.tasks.parse.document import Component
+from laminae.tasks.parse.pdf_blocks import Block, join_lines
+from laminae.tasks.parse.pdf_text import read_line
+
+CAPTION = re.compile(r"^(figure|fig\.|table)\s*\d+", re.IGNORECASE)
+WEB_IMAGE_EXT = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif"}
+
+
+def page_blocks(page, number: int, textpage) -> tuple[list[Block], list[dict], list[tuple]]:
+    """Text blocks (garbled ones included, marked), pymupdf's image blocks (undecoded: tiles of one
+    figure are merged first, ``laminae.tasks.parse.pdf_figures``), and the boxes of vector paths
+    ``(x0, y0, x1, y1, stroked, is_rectangle)``; lines are thin rectangles."""
+    out: list[Block] = []
+    images: list[dict] = []
+    rules: list[tuple] = []
+    for block in page.get_text("dict", textpage=textpage)["blocks"]:
+        if block["type"] == 3:
+            rules.append((*block["bbox"], block.get("stroked", True), bool(block.get("isrect"))))
+            continue
+        if block["type"] == 1:
+            images.append(block)
+            continue
+        current: Block | None = None
+        previous_bottom = None
+        for raw in block["lines"]:
+            line = read_line(raw)
+            if line is None:
+                continue
+            x0, y0, x1, y1 = line.bbox
+            gap = previous_bottom is not None and y0 - previous_bottom > 0.8 * max(y1 - y0, 1.0)
+            if not line.text:  # only symbols (a row of check boxes): keeps its block from being a heading
+                if current is not None and not gap:
+                    current.symbols = True
+                continue
+            caption = bool(CAPTION.match(line.text))
+            if (current is None or abs(line.size - current.size) > 0.6 or line.weight != current.weight
+                    or line.italic != current.italic or gap or caption or line.garbled != current.garbled):
+                current = Block(number, line.bbox, size=line.size, bold=line.weight == 2, weight=line.weight,
+                                italic=line.italic, gap_before=gap, garbled=line.garbled)
+                out.append(current)
+            else:
+                b = current.bbox
+                current.bbox = (min(b[0], x0), min(b[1], y0), max(b[2], x1), max(b[3], y1))
+            current.symbols = current.symbols or line.symbols
+            current.lines.append(line.text)
+            previous_bottom = y1
+    for b in out:
+        b.text = join_lines(b.lines)
+    return [b for b in out if b.text], images, rules
+
+
+def image_block(block: dict, number: int, cfg: ParseConfig, warnings: list[str]) -> Block | None:
+    """An image block of pymupdf's dict as an image component; None for decorations."""
+    x0, y0, x1, y1 = block["bbox"]
+    width, height = block["width"], block["height"]
+    if min(width, height, x1 - x0, y1 - y0) < cfg.min_image_side:
+        return None
+    data, mime = block["image"], WEB_IMAGE_EXT.get(block.get("ext", ""))
+    if mime is None or block.get("mask"):
+        try:
+            import pymupdf
+
+            pix = pymupdf.Pixmap(data)
+            if block.get("mask"):
+                pix = pymupdf.Pixmap(pix, pymupdf.Pixmap(block["mask"]))
+            if pix.n - pix.alpha >= 4:
+                pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+            data, mime = pix.tobytes("png"), "image/png"
+        except Exception as exc:  # a broken image stream must not lose the rest of the page
+            warnings.append(f"image_unreadable: page {number}: {type(exc).__name__}: {exc}")
+            return None
+    out = Block(number, (x0, y0, x1, y1), kind="image")
+    out.component = Component(kind="image", text="", section_path=[], width=width, height=height, page=number,
+                              bbox=[x0, y0, x1, y1], image_data=data, image_mime=mime)
+    return out
