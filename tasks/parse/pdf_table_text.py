@@ -18,6 +18,7 @@ LEADER = re.compile(r"^[.·…‥_]{3,}$")  # one word of leader dots
 DOT = re.compile(r"^[.·…‥_]{1,2}$")  # a leader written as spaced dots: ". . . ."
 GAP = 0.9  # a gap wider than this many line heights between words separates two cells
 MAX_LINE_GAP = 1.6  # a white space taller than this many line heights ends a table
+PROSE_CELL, PROSE_WORDS = 40, 5  # a column whose median cell is longer is a column of prose
 MAX_LINES = 4000  # a page with more text lines than this is not searched for aligned columns
 
 
@@ -140,24 +141,45 @@ def aligned_tables(words: list, rules: list[tuple[float, float, float]], bold: C
         return []
     out: list[TextTable] = []
     for run in _runs(lines):
-        cuts = _columns(run)
-        if not cuts:
-            continue
-        x0 = min(w[0] for ln in run for w in ln.words)
-        x1 = max(w[2] for ln in run for w in ln.words)
-        y0, y1 = run[0].y0, run[-1].y1
-        h = median(ln.height for ln in run)
-        across = [y for y, rx0, rx1 in rules if rx0 <= x0 + 0.4 * (x1 - x0) and rx1 >= x1 - 0.4 * (x1 - x0)
-                  and y0 - 1.5 * h <= y <= y1 + 1.5 * h]
-        rows = _rows(run, cuts, bold)
-        if len(rows) < (2 if across else min_rows) or (need_rules and not across):
-            continue
-        top = min(across + [y0]) if across else y0
-        bottom = max(across + [y1]) if across else y1
-        inside = sorted(y for y in across if rows[0][1][0] < y < rows[-1][1][1])
-        out.append(TextTable((x0, top, x1, bottom), [r[0] for r in rows], [r[1] for r in rows],
-                             [r[2] for r in rows], inside, leaders=sum(ln.leader for ln in run) >= 2))
+        out += _read(run, rules, bold, 2 if need_rules else min_rows, need_rules, peel=2)
     return out
+
+
+def _running_text(cells: list[str]) -> bool:
+    """Whether a column reads as the lines of a page column: long cells, most of them carrying on
+    the sentence above (a lower-case start), unlike a table's column of long descriptions."""
+    filled = [c for c in cells if c]
+    if len(filled) < 2 or (median(len(c) for c in filled) <= PROSE_CELL
+                           and median(len(c.split()) for c in filled) < PROSE_WORDS):
+        return False
+    return sum(1 for c in filled[1:] if c[0].islower()) >= len(filled[1:]) / 2
+
+
+def _read(run: list[_Line], rules: list[tuple[float, float, float]], bold: Container[int], min_rows: int,
+          need_rules: bool, peel: int) -> list[TextTable]:
+    """The table a run of lines holds; a first or last column of prose (the text of a page column
+    beside the table) is peeled off and the rest read again, ``peel`` times at most."""
+    cuts = _columns(run)
+    if not cuts:
+        return []
+    rows = _rows(run, cuts, bold)
+    for edge, keep in ((-1, lambda cx: cx < cuts[-1]), (0, lambda cx: cx > cuts[0])):
+        if peel and _running_text([r[0][edge] for r in rows]):
+            rest = [w for ln in run for w in ln.words if keep((w[0] + w[2]) / 2)]
+            return [t for r in _runs(_lines(rest)) for t in _read(r, rules, bold, min_rows, need_rules, peel - 1)]
+    x0 = min(w[0] for ln in run for w in ln.words)
+    x1 = max(w[2] for ln in run for w in ln.words)
+    y0, y1 = run[0].y0, run[-1].y1
+    h = median(ln.height for ln in run)
+    across = [y for y, rx0, rx1 in rules if rx0 <= x0 + 0.4 * (x1 - x0) and rx1 >= x1 - 0.4 * (x1 - x0)
+              and y0 - 1.5 * h <= y <= y1 + 1.5 * h]
+    if len(rows) < (2 if across else min_rows) or (need_rules and not across):
+        return []
+    top = min(across + [y0]) if across else y0
+    bottom = max(across + [y1]) if across else y1
+    inside = sorted(y for y in across if rows[0][1][0] < y < rows[-1][1][1])
+    return [TextTable((x0, top, x1, bottom), [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                      inside, leaders=sum(ln.leader for ln in run) >= 2)]
 
 
 def _rows(run: list[_Line], cuts: list[float], bold: Container[int]) -> list[tuple[list[str], tuple[float, float], bool]]:

@@ -26,13 +26,13 @@ from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.document import Component
 from laminae.tasks.parse.isolated import in_worker
 from laminae.tasks.parse.pdf_blocks import Block, Words, cell_text, page_list, within, words_in
-from laminae.tasks.parse.pdf_table_text import aligned_tables
+from laminae.tasks.parse.pdf_table_text import PROSE_CELL, PROSE_WORDS, aligned_tables
 
 NUMBER = re.compile(r"^[-+]?[\d.,% ]+$")
 SNAP = 3.0  # points: strokes closer than this are one line; thinner boxes are lines (as find_tables)
 MAX_RULES = 2000  # more vector boxes than this (a chart or a drawing): leave the page to find_tables
 LEFT = "\x00"  # a cell covered by the merged cell on its left (find_tables gives None)
-PROSE_CELL = 40  # median characters of a table's cells above which they are prose, not cells
+LIST_MARK = re.compile(r"^(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)]|[•●○◦▪■□‣⁃–—*-])$")
 
 
 @dataclass
@@ -256,7 +256,10 @@ def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget
                      regions: list[tuple[float, float, float, float]] | None = None) -> list[Block]:
     """The page's tables: ruled grids, other ruling by ``find_tables`` (within ``budget``), then
     aligned words outside them. ``regions`` (the layout model's table boxes, when it ran) admit
-    aligned words with two rows and no rule; outside them a rule-less table is not trusted."""
+    aligned words with two rows and no rule; outside them a rule-less table is not trusted.
+    None when ``cfg.pdf_tables`` is off."""
+    if not cfg.pdf_tables:
+        return []
     bold = _Bold(page, words)
     found = _ruled(page, number, *table_areas(rules), words, budget, bold)
     free = [w for w in words() if not any(within(w, f.bbox) for f in found)]
@@ -344,15 +347,20 @@ def _grid_rows(grid: _Grid, words: list) -> list[tuple[list[str], tuple[float, f
 
 def table_shape(rows: list[list[str]]) -> str | None:
     """Why these cells are not a table, or None: a table needs two columns and two rows with two
-    filled cells or more, and short cells (median under ``PROSE_CELL`` characters). A frame round
-    a page, a box of prose, a diagram's scattered boxes fail one of these."""
+    filled cells or more, and short cells (median under ``PROSE_CELL`` characters and
+    ``PROSE_WORDS`` words); two columns whose first holds only list marks are a list. A frame
+    round a page, a box of prose, a diagram's scattered boxes, columns of a newsletter fail one
+    of these."""
     filled = [[c for c in row if c and c != LEFT] for row in rows]
     if max((len(row) for row in rows), default=0) < 2:
         return "one column"
     if sum(1 for row in filled if len(row) >= 2) < 2:
         return "fewer than two rows of two cells"
-    if median(len(c) for row in filled for c in row) > PROSE_CELL:
+    cells = [c for row in filled for c in row]
+    if median(len(c) for c in cells) > PROSE_CELL or median(len(c.split()) for c in cells) >= PROSE_WORDS:
         return "cells of prose"
+    if len(rows[0]) == 2 and all(LIST_MARK.match(row[0]) for row in rows if row[0]):
+        return "a list"
     return None
 
 

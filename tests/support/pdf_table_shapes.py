@@ -250,6 +250,24 @@ def captioned() -> tuple[bytes, str]:
     return p.done()
 
 
+def beside_prose() -> tuple[bytes, str]:
+    """Two columns: a table with no rules in the left one, prose in the right one at the same
+    height, its lines level with the table's rows."""
+    p = _Page("Tides at the harbour mouth")
+    mid = (LEFT + RIGHT) / 2
+    top = p.y
+    p.paragraph(BEFORE, x1=mid - 10)
+    header = ["Day", "High", "Low"]
+    rows = [["Monday", "06:12", "12:30"], ["Tuesday", "06:55", "13:14"], ["Wednesday", "07:41", "13:59"],
+            ["Thursday", "08:30", "14:47"], ["Friday", "09:24", "15:40"]]
+    p.y = _columns(p, p.y, [LEFT, 140.0, 200.0], header, rows, pitch=12.5) + 8
+    p.md.append(md_table(header, rows))
+    p.paragraph(AFTER, x1=mid - 10)
+    p.y = top
+    p.paragraph(" ".join(NOTES), x0=mid + 10)
+    return p.done()
+
+
 NOTES = ["The harbour board met four times this year and agreed a new schedule of dues for the quays, "
          "which takes effect in the spring once the ledgers have been closed.",
          "Dredging of the inner basin was finished in August, two weeks later than planned, because the "
@@ -261,16 +279,17 @@ NOTES = ["The harbour board met four times this year and agreed a new schedule o
 
 
 def page_frame() -> tuple[bytes, str]:
-    """A frame around the page's text, a rule under the heading and one between the paragraphs:
-    a box of prose, not a table."""
+    """A frame around the page's text with a narrow margin strip down its left side, a rule under
+    the heading and one under each paragraph: a regular lattice of two columns and six rows, every
+    row a box of prose, not a table."""
     p = _Page("Report of the harbour board")
     p.page.draw_rect((40, 40, 555, 800), width=1.0)
+    p.page.draw_line((50, 40), (50, 800), width=0.6)
     p.line(p.y - 8, 40, 555)
-    for i, note in enumerate(NOTES):
+    for note in NOTES:
         p.paragraph(note)
-        if i == 1:
-            p.line(p.y - 6, 40, 555)
-            p.y += 6
+        p.line(p.y - 6, 40, 555)
+        p.y += 6
     return p.done()
 
 
@@ -335,6 +354,30 @@ def back_cover() -> tuple[bytes, str]:
     return p.done()
 
 
+def three_columns() -> tuple[bytes, str]:
+    """A newsletter page: three columns of prose side by side, every line aligned with its
+    neighbours across the gutters, and a numbered list with a wide gap after each number."""
+    p = _Page("News from the quays")
+    top = p.y
+    width = (RIGHT - LEFT - 24) / 3
+    for k in range(3):
+        p.y = top
+        x0 = LEFT + k * (width + 12)
+        p.paragraph(" ".join(NOTES[k:k + 2]), x0=x0, x1=x0 + width)
+    p.y = top + 230
+    p.paragraph("The board agreed the following steps at its last meeting.")
+    items = ["Publish the new schedule of dues at every quay before the spring tides.",
+             "Ask the lock keepers for a report on the outer gates after each storm.",
+             "Open the harbour office on Saturday mornings during the summer season.",
+             "Send the accounts to the town council within a week of each quarter day."]
+    for i, item in enumerate(items, 1):
+        p.page.insert_text((LEFT, p.y + 9), f"{i}.", fontsize=10, fontname="helv")
+        p.page.insert_text((LEFT + 22, p.y + 9), item, fontsize=10, fontname="helv")
+        p.y += 14
+    p.md.append("\n".join(f"{i}. {item}" for i, item in enumerate(items, 1)))
+    return p.done()
+
+
 DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "ruled_grid.pdf": ruled_grid,
     "booktabs.pdf": booktabs,
@@ -343,11 +386,13 @@ DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "checkboxes.pdf": checkboxes,
     "merged_header.pdf": merged_header,
     "captioned.pdf": captioned,
+    "beside_prose.pdf": beside_prose,
     "page_frame.pdf": page_frame,
     "syntax_diagram.pdf": syntax_diagram,
     "back_cover.pdf": back_cover,
+    "three_columns.pdf": three_columns,
 }
-NEGATIVES = {"page_frame.pdf", "syntax_diagram.pdf", "back_cover.pdf"}
+NEGATIVES = {"page_frame.pdf", "syntax_diagram.pdf", "back_cover.pdf", "three_columns.pdf"}
 
 
 def reference_tables(markdown: str) -> list[tuple[list[str], list[list[str]]]]:
