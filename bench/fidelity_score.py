@@ -1,0 +1,335 @@
+"""The fidelity bench's scorer: one parsed document against its reference Markdown.
+
+Reads a ``ParsedPage`` (any object with ``title`` and ``components``) and a reference text; writes
+nothing. ``score(page, reference)`` counts, for ``bench/fidelity.py``:
+
+- **words**: ``words(text)``: NFKC (ligatures such as "ﬁ" expanded), casefolded, soft hyphens and
+  zero-width characters removed, a hyphen at a line's end before a lower-case letter joined ("opera-\\n
+  tion" is "operation"), then runs of Unicode letters and digits (``[^\\W_]+``: underscores, like
+  punctuation, split words). The reference's words are those of its text with Markdown's syntax
+  taken out (``reference_text``: fence lines, link and image targets, link definitions, HTML tags;
+  an image keeps its alt text, a link its text). laminae's words (``page_text``): the title, then
+  each component in order, preceded by the headings of its section path that the component before
+  it did not have; a component's words are its ``text`` (a table's linearized text: caption, header,
+  rows; ``linearize_table`` where a table has no text); an image's or a video's are its alt text and
+  caption (the words the document carries; its ``text`` is laminae's "Image: ... In: ..." proxy). The
+  title is left out where it equals a section heading (it would be counted twice).
+- found: the multiset overlap of the two word lists; **in order**: the longest common subsequence of
+  the two lists (exact, bit-parallel: n·m/64 machine-word steps) over found; **precision**: found
+  over laminae's words.
+- **tables**: each reference GFM pipe table is matched to laminae's table component holding the most
+  of its cells (cells normalised: their words joined by one space; empty ones skipped; a component
+  may match several); cells found = the reference cells (header and body, as a multiset) found in
+  the matched component's header and rows; a **header agrees** where the matched component's header
+  equals the reference's (normalised, cell by cell).
+- **headings**: reference ATX headings (``#``..``######``, outside code fences) whose normalised text
+  equals a section name of laminae (any component's section path entry, or the title).
+- **pictures**: laminae's image components against the reference's ``![alt](src)`` images.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[^\W\d_])")
+_WORD = re.compile(r"[^\W_]+")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)")
+_LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)")
+_REF_LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\[[^\]]*\]")
+_LINK_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s+\S+.*$", re.M)
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_DELIMITER_CELL = re.compile(r"^\s*:?-+:?\s*$")
+_BLOCK_START = re.compile(r"^ {0,3}(#{1,6}\s|>|`{3,}|~{3,})")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` as the bench counts them (see the module docstring)."""
+    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    text = _LINE_HYPHEN.sub("", text)
+    return _WORD.findall(text.casefold())
+
+
+def normal(text: str) -> str:
+    """A cell's or heading's text for comparison: its words, one space apart."""
+    return " ".join(words(_inline(text)))
+
+
+def _inline(text: str) -> str:
+    """Markdown inline syntax out: an image's alt text and a link's text stay, their targets go."""
+    text = _IMAGE.sub(r"\1", text)
+    text = _LINK.sub(r"\1", text)
+    text = _REF_LINK.sub(r"\1", text)
+    return html.unescape(_TAG.sub(" ", text))
+
+
+def _fenced(lines: Sequence[str]) -> list[bool]:
+    """For each line: is it a code fence line or inside a fenced block."""
+    out: list[bool] = []
+    fence: str | None = None
+    for line in lines:
+        match = _FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)
+            out.append(True)
+        elif fence is not None:
+            out.append(True)
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                    and not line.strip().lstrip(fence[0]):
+                fence = None
+        else:
+            out.append(False)
+    return out
+
+
+def reference_text(markdown: str) -> str:
+    """The reference's text: fence lines (and their info strings) dropped, their contents kept;
+    link definitions dropped; inline syntax out (``_inline``)."""
+    lines = markdown.splitlines()
+    kept = [line for line, fenced in zip(lines, _fenced(lines), strict=True)
+            if not (fenced and _FENCE.match(line))]
+    return _inline(_LINK_DEF.sub("", "\n".join(kept)))
+
+
+def reference_headings(markdown: str) -> list[str]:
+    """The text of each ATX heading outside code fences, normalised (empty headings skipped)."""
+    lines = markdown.splitlines()
+    out = []
+    for line, fenced in zip(lines, _fenced(lines), strict=True):
+        match = None if fenced else _HEADING.match(line)
+        if match and normal(match.group(2) or ""):
+            out.append(normal(match.group(2) or ""))
+    return out
+
+
+def reference_images(markdown: str) -> int:
+    lines = markdown.splitlines()
+    return sum(len(_IMAGE.findall(line)) for line, fenced in zip(lines, _fenced(lines), strict=True) if not fenced)
+
+
+def split_row(line: str) -> list[str]:
+    """A pipe table row's cells, raw: split at pipes not escaped by a backslash (``\\|`` is a pipe in
+    a cell), the outer pipes dropped."""
+    cells: list[str] = []
+    cell: list[str] = []
+    s = line.strip()
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\" and i + 1 < len(s) and s[i + 1] == "|":
+            cell.append("|")
+            i += 2
+            continue
+        if ch == "|":
+            cells.append("".join(cell))
+            cell = []
+        else:
+            cell.append(ch)
+        i += 1
+    cells.append("".join(cell))
+    if s.startswith("|"):
+        cells = cells[1:]
+    if s.endswith("|") and not s.endswith("\\|") and cells:
+        cells = cells[:-1]
+    return [c.strip() for c in cells]
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+def reference_tables(markdown: str) -> list[Table]:
+    """The GFM pipe tables of a reference, cells raw (escaped pipes read as pipes): a header row,
+    a delimiter row of as many ``---``/``:--``/``--:`` cells, then rows up to a blank line or the
+    start of another block; a row is cut or padded to the header's width."""
+    lines = markdown.splitlines()
+    fenced = _fenced(lines)
+    out: list[Table] = []
+    i = 0
+    while i + 1 < len(lines):
+        if fenced[i] or "|" not in lines[i] or fenced[i + 1]:
+            i += 1
+            continue
+        header, delimiter = split_row(lines[i]), split_row(lines[i + 1])
+        if not (len(header) == len(delimiter) and all(_DELIMITER_CELL.match(c) for c in delimiter)):
+            i += 1
+            continue
+        rows: list[list[str]] = []
+        i += 2
+        while i < len(lines) and lines[i].strip() and not fenced[i] and not _BLOCK_START.match(lines[i]):
+            cells = split_row(lines[i])[:len(header)]
+            rows.append(cells + [""] * (len(header) - len(cells)))
+            i += 1
+        out.append(Table(header, rows))
+    return out
+
+
+def component_text(comp: Any) -> str:
+    if comp.kind in ("image", "video"):
+        return " ".join(t for t in (comp.alt, comp.caption) if t)
+    if comp.kind == "table" and not comp.text:
+        lines = [comp.caption] if comp.caption else []
+        if comp.header:
+            lines.append(" | ".join(comp.header))
+        lines.extend(" | ".join(r) for r in comp.rows or [])
+        return "\n".join(lines)
+    return comp.text or ""
+
+
+def section_names(page: Any) -> set[str]:
+    names = {normal(h) for comp in page.components for h in comp.section_path or []}
+    if page.title:
+        names.add(normal(page.title))
+    return names - {""}
+
+
+def page_text(page: Any) -> str:
+    """laminae's text of a page (see the module docstring), blocks one blank line apart."""
+    headings = {normal(h) for comp in page.components for h in comp.section_path or []}
+    parts = [page.title] if page.title and normal(page.title) not in headings else []
+    previous: list[str] = []
+    for comp in page.components:
+        path = list(comp.section_path or [])
+        shared = 0
+        while shared < min(len(path), len(previous)) and path[shared] == previous[shared]:
+            shared += 1
+        parts.extend(path[shared:])
+        previous = path
+        parts.append(component_text(comp))
+    return "\n\n".join(p for p in parts if p)
+
+
+def lcs_length(a: Sequence[object], b: Sequence[object]) -> int:
+    """The length of the longest common subsequence of ``a`` and ``b``, exact, in len(a) steps of
+    big-integer arithmetic on len(b) bits (Allison-Dix / Crochemore et al.'s bit-vector algorithm)."""
+    if len(b) > len(a):
+        a, b = b, a
+    if not b:
+        return 0
+    masks: dict[object, int] = {}
+    for j, item in enumerate(b):
+        masks[item] = masks.get(item, 0) | (1 << j)
+    full = (1 << len(b)) - 1
+    v = full
+    for item in a:
+        m = masks.get(item)
+        if m is None:
+            continue
+        u = v & m
+        v = ((v + u) | (v - u)) & full
+    return len(b) - v.bit_count()
+
+
+def _cells(table: Table | Any) -> Counter[str]:
+    cells = [*(table.header or []), *(c for row in table.rows or [] for c in row)]
+    return Counter(n for n in map(normal, cells) if n)
+
+
+def _header(cells: Iterable[str] | None) -> list[str]:
+    out = [normal(c) for c in cells or []]
+    return [] if not any(out) else out
+
+
+@dataclass
+class Score:
+    """Counts of one document (or summed over several); the shares are properties."""
+
+    ref_words: int = 0
+    found: int = 0
+    in_order: int = 0
+    words: int = 0  # laminae's words
+    ref_cells: int = 0
+    cells_found: int = 0
+    ref_tables: int = 0
+    headers_agree: int = 0
+    tables: int = 0  # laminae's table components
+    ref_headings: int = 0
+    headings_found: int = 0
+    ref_images: int = 0
+    images: int = 0  # laminae's image components
+    missed: list[str] = field(default_factory=list)  # the reference words most often missed
+    missed_headings: list[str] = field(default_factory=list)
+
+    def __add__(self, other: Score) -> Score:
+        counts = {k: v + getattr(other, k) for k, v in asdict(self).items() if isinstance(v, int)}
+        return Score(**counts)
+
+    @staticmethod
+    def _share(part: int, whole: int) -> float | None:
+        return part / whole if whole else None
+
+    @property
+    def words_share(self) -> float | None:
+        return self._share(self.found, self.ref_words)
+
+    @property
+    def order_share(self) -> float | None:
+        return (self._share(self.in_order, self.found) or 0.0) if self.ref_words else None
+
+    @property
+    def precision(self) -> float | None:
+        return (self._share(self.found, self.words) or 0.0) if self.ref_words else None
+
+    @property
+    def cells_share(self) -> float | None:
+        return self._share(self.cells_found, self.ref_cells)
+
+    @property
+    def headers_share(self) -> float | None:
+        return self._share(self.headers_agree, self.ref_tables)
+
+    @property
+    def headings_share(self) -> float | None:
+        return self._share(self.headings_found, self.ref_headings)
+
+    def shares(self) -> dict[str, float | None]:
+        return {"words": self.words_share, "in_order": self.order_share, "precision": self.precision,
+                "cells": self.cells_share, "headers": self.headers_share, "headings": self.headings_share}
+
+
+def score(page: Any | None, reference: str) -> Score:
+    """One document's counts; ``page`` None (a document laminae could not parse) finds nothing.
+    Where nothing was found, in order and precision are 0 (a failed parse scores 0)."""
+    ref_words = words(reference_text(reference))
+    tables = reference_tables(reference)
+    headings = reference_headings(reference)
+    out = Score(ref_words=len(ref_words), ref_tables=len(tables), ref_headings=len(headings),
+                ref_cells=sum(sum(_cells(t).values()) for t in tables), ref_images=reference_images(reference))
+    if page is None:
+        out.missed = [w for w, _ in Counter(ref_words).most_common(10)]
+        out.missed_headings = headings
+        return out
+    got = words(page_text(page))
+    ref_count, got_count = Counter(ref_words), Counter(got)
+    out.words, out.found = len(got), sum((ref_count & got_count).values())
+    out.missed = [w for w, _ in (ref_count - got_count).most_common(10)]
+    ids: dict[str, int] = {}
+    out.in_order = lcs_length([ids.setdefault(w, len(ids)) for w in ref_words],
+                              [ids[w] for w in got if w in ids])
+    found_tables = [c for c in page.components if c.kind == "table"]
+    out.tables = len(found_tables)
+    out.images = sum(1 for c in page.components if c.kind == "image")
+    for table in tables:
+        want = _cells(table)
+        best, best_found = None, -1
+        for comp in found_tables:
+            shared = sum((want & _cells(comp)).values())
+            if shared > best_found:
+                best, best_found = comp, shared
+        if best is not None and best_found > 0:
+            out.cells_found += best_found
+            out.headers_agree += _header(best.header) == _header(table.header)
+    names = section_names(page)
+    out.missed_headings = [h for h in headings if h not in names]
+    out.headings_found = len(headings) - len(out.missed_headings)
+    return out
