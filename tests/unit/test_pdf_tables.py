@@ -1,0 +1,124 @@
+"""PDF tables of every ruling, read by ``find_page_tables`` from pages drawn by pymupdf
+(tests/support/pdf_table_shapes.py), and the frames, diagrams, boxes and columns of prose that
+must not become tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from laminae.tasks.config import ParseConfig
+from laminae.tasks.parse.pdf_blocks import Words
+from laminae.tasks.parse.pdf_tables import TableBudget, find_page_tables, table_shape
+from tests.support.pdf_table_shapes import DOCUMENTS, NEGATIVES, reference_tables
+
+
+def _page(name: str):
+    import pymupdf
+
+    body, reference = DOCUMENTS[name]()
+    return pymupdf.open(stream=body)[0], reference
+
+
+def _find(page, regions=None, cfg: ParseConfig | None = None, budget: TableBudget | None = None):
+    """The page's table blocks, from the inputs the page parser builds (dict blocks of type 3 are
+    the vector paths)."""
+    import pymupdf
+
+    cfg = cfg or ParseConfig()
+    textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_DICT | pymupdf.TEXT_COLLECT_VECTORS)
+    rules = [(*b["bbox"], b.get("stroked", True), bool(b.get("isrect")))
+             for b in page.get_text("dict", textpage=textpage)["blocks"] if b["type"] == 3]
+    return find_page_tables(page, 1, rules, Words(page, textpage), budget or TableBudget(cfg), cfg, regions)
+
+
+def _tables(name: str, regions=None) -> list[tuple[list[str] | None, list[list[str]]]]:
+    page, _ = _page(name)
+    return [(b.component.header, b.component.rows) for b in _find(page, regions)]
+
+
+def test_horizontal_rules_only_keep_every_body_row_under_the_header():
+    [(header, rows)] = _tables("booktabs.pdf")
+    assert header == ["Species", "Site", "Count", "Habitat"]
+    assert len(rows) == 8 and rows[0] == ["Grey heron", "North pool", "14", "reed bed"]
+    assert rows[2] == ["Curlew", "Salt field", "31", "wet grassland and the margins of the creek"]  # wrapped cell
+    assert rows[-1] == ["Avocet", "Scrape", "7", "shallow scrape"]
+
+
+@pytest.mark.parametrize("name", sorted(set(DOCUMENTS) - NEGATIVES))
+def test_each_shape_reads_as_its_reference(name):
+    page, reference = _page(name)
+    blocks = _find(page)
+    assert [(b.component.header, b.component.rows) for b in blocks] == reference_tables(reference)
+    for b in blocks:  # one y-range per body row, top to bottom, inside the table's box
+        assert len(b.row_bounds) == len(b.component.rows)
+        assert all(b.bbox[1] - 1 <= top < bottom <= b.bbox[3] + 1 for top, bottom in b.row_bounds)
+        assert [top for top, _ in b.row_bounds] == sorted(top for top, _ in b.row_bounds)
+
+
+def test_a_table_without_rules_is_found_from_its_aligned_columns():
+    [(header, rows)] = _tables("aligned_columns.pdf")
+    assert header == ["Item", "Supplier", "Unit", "Qty", "Price"]
+    assert rows[1] == ["Paint", "Marsh & Sons", "tin", "30", "7.25"]
+
+
+def test_contents_entries_and_page_numbers_without_their_leaders():
+    [(header, rows)] = _tables("contents.pdf")
+    assert header == ["Section", "Page"]
+    assert rows[0] == ["1 Introduction", "3"] and rows[4] == ["2.1 Quays and berths", "7"]
+    assert not any("." * 3 in cell or ". ." in cell for row in rows for cell in row)
+
+
+def test_check_boxes_keep_their_glyphs():
+    [(header, rows)] = _tables("checkboxes.pdf")
+    assert header == ["Check", "Owner", "Done"]
+    assert [row[2] for row in rows] == ["✔", "✔", "❑", "✔", "❑"]
+
+
+def test_a_merged_head_names_each_column_it_covers():
+    [(header, rows)] = _tables("merged_header.pdf")
+    assert header == ["Region", "Population 2020", "Population 2024", "Area"]
+    assert rows[0] == ["Portmere", "12,400", "13,050", "41"]
+
+
+@pytest.mark.parametrize("name", sorted(NEGATIVES))
+def test_frames_diagrams_boxes_and_columns_of_prose_are_not_tables(name):
+    assert _tables(name) == []
+
+
+def test_layout_regions_admit_tables_without_rules_and_only_they_do():
+    import pymupdf
+
+    page, _ = _page("aligned_columns.pdf")
+    assert _find(page, regions=[]) == []  # the model ran and saw no table: aligned words are not trusted
+    [block] = _find(page)
+    assert [b.bbox for b in _find(page, regions=[block.bbox])] == [block.bbox]
+    ruled, _ = _page("booktabs.pdf")
+    assert len(_find(ruled, regions=[])) == 1  # a rule across the rows is evidence of its own
+
+    doc = pymupdf.open()
+    small = doc.new_page()
+    for y, row in ((100, ("Day", "High", "Low")), (115, ("Monday", "06:12", "12:30"))):
+        for x, cell in zip((56, 140, 200), row, strict=True):
+            small.insert_text((x, y), cell, fontsize=9)
+    assert _find(small) == []  # two rows of aligned words alone are too few to trust
+    [two] = _find(small, regions=[(50, 88, 240, 120)])  # a layout box makes them a table
+    assert (two.component.header, two.component.rows) == (["Day", "High", "Low"], [["Monday", "06:12", "12:30"]])
+
+
+def test_table_budget_and_setting_still_bound_the_finder():
+    page, _ = _page("merged_header.pdf")
+    cfg = ParseConfig(pdf_tables_budget_s=0)
+    budget = TableBudget(cfg)
+    _find(page, cfg=cfg, budget=budget)
+    assert budget.skipped == [1] and budget.warnings()[0].startswith("tables_skipped: pages 1:")
+    assert _find(page, cfg=ParseConfig(pdf_tables=False)) == []
+
+
+def test_the_shape_rule_says_why_cells_are_not_a_table():
+    assert table_shape([["Notes from the guild"], ["A paragraph of the report."]]) == "one column"
+    assert table_shape([["SELECT", "column", "FROM"], ["", "ASC", ""], ["", "DESC", ""]]) == \
+        "fewer than two rows of two cells"
+    prose = "the board met four times this year and agreed"
+    assert table_shape([[prose, prose], [prose, prose]]) == "cells of prose"
+    assert table_shape([["1.", "Publish the dues"], ["2.", "Ask the keepers"]]) == "a list"
+    assert table_shape([["Day", "High"], ["Monday", "06:12"]]) is None
