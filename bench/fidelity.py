@@ -251,8 +251,9 @@ def report(results: list[Result]) -> str:
     failed = [f"- {r.name}: {r.error}" for r in results if r.error]
     if failed:
         lines += ["", "## failed (scored 0)", "", *failed]
-    missed = [f"- {r.name}: words {' '.join(r.score.missed)}"
-              + (f"; headings {' / '.join(r.score.missed_headings)}" if r.score.missed_headings else "")
+    missed = [f"- {r.name}: " + "; ".join(([f"words {' '.join(r.score.missed)}"] if r.score.missed else [])
+                                         + ([f"headings {' / '.join(r.score.missed_headings)}"]
+                                            if r.score.missed_headings else []))
               for r in results if not r.error and (r.score.missed or r.score.missed_headings)]
     if missed:
         lines += ["", "## most missed (reference words laminae lacks, most frequent first; headings)", "", *missed]

@@ -7,7 +7,7 @@ nothing. ``score(page, reference)`` counts, for ``bench/fidelity.py``:
   zero-width characters removed, a hyphen at a line's end before a lower-case letter joined ("opera-\\n
   tion" is "operation"), then runs of Unicode letters and digits (``[^\\W_]+``: underscores, like
   punctuation, split words). The reference's words are those of its text with Markdown's syntax
-  taken out (``reference_text``: fence lines, link and image targets, link definitions, HTML tags;
+  taken out (``reference_text``: fence lines, list marks, link and image targets, link definitions, HTML tags;
   an image keeps its alt text, a link its text). laminae's words (``page_text``): the title, then
   each component in order, preceded by the headings of its section path that the component before
   it did not have; a component's words are its ``text`` (a table's linearized text: caption, header,
@@ -23,7 +23,8 @@ nothing. ``score(page, reference)`` counts, for ``bench/fidelity.py``:
   the matched component's header and rows; a **header agrees** where the matched component's header
   equals the reference's (normalised, cell by cell).
 - **headings**: reference ATX headings (``#``..``######``, outside code fences) whose normalised text
-  equals a section name of laminae (any component's section path entry, or the title).
+  equals a section name of laminae: any component's section path entry, the title, or the whole
+  text of a paragraph (laminae's heading with nothing under it).
 - **pictures**: laminae's image components against the reference's ``![alt](src)`` images.
 """
 
@@ -46,6 +47,7 @@ _IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^
 _LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\[[^\]]*\]")
 _LINK_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s+\S+.*$", re.M)
+_LIST_MARK = re.compile(r"^(\s*(?:>\s*)*)(?:[-*+]|\d{1,9}[.)])(?=\s)")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _DELIMITER_CELL = re.compile(r"^\s*:?-+:?\s*$")
 _BLOCK_START = re.compile(r"^ {0,3}(#{1,6}\s|>|`{3,}|~{3,})")
@@ -92,9 +94,9 @@ def _fenced(lines: Sequence[str]) -> list[bool]:
 
 def reference_text(markdown: str) -> str:
     """The reference's text: fence lines (and their info strings) dropped, their contents kept;
-    link definitions dropped; inline syntax out (``_inline``)."""
+    list items' marks ("1." too) and link definitions dropped; inline syntax out (``_inline``)."""
     lines = markdown.splitlines()
-    kept = [line for line, fenced in zip(lines, _fenced(lines), strict=True)
+    kept = [line if fenced else _LIST_MARK.sub("", line) for line, fenced in zip(lines, _fenced(lines), strict=True)
             if not (fenced and _FENCE.match(line))]
     return _inline(_LINK_DEF.sub("", "\n".join(kept)))
 
@@ -187,7 +189,10 @@ def component_text(comp: Any) -> str:
 
 
 def section_names(page: Any) -> set[str]:
+    """Where laminae keeps a heading: a section path entry, the title, or (a heading with nothing
+    under it) a paragraph of the heading's text alone."""
     names = {normal(h) for comp in page.components for h in comp.section_path or []}
+    names |= {normal(c.text) for c in page.components if c.kind == "paragraph" and len(c.text) <= 300}
     if page.title:
         names.add(normal(page.title))
     return names - {""}

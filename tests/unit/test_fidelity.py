@@ -105,10 +105,19 @@ def test_a_missing_table_row_lowers_table_cells_and_only_it():
 
 
 def test_a_missing_heading_lowers_headings_and_only_it():
-    p = page(works="")
-    p.components.insert(3, Component("paragraph", "Works", ["Harbour report", "Traffic"]))
+    p = page(works="", third="Works. " + THIRD)
     assert changed(p) == {"headings"}
     assert score(p, REFERENCE).missed_headings == ["works"]
+
+
+def test_a_heading_with_nothing_under_it_is_found_as_its_own_paragraph():
+    reference = "# Handbook\n\n## Moorings\n\n## Pilotage\n"
+    p = ParsedPage("file:///h.html", "Handbook", None, "en",
+                   [Component("paragraph", "Moorings", ["Handbook"]), Component("paragraph", "Pilotage", ["Handbook"])])
+    assert score(p, reference).shares() == {"words": 1.0, "in_order": 1.0, "precision": 1.0, "cells": None,
+                                            "headers": None, "headings": 1.0}
+    p.components[1].text = "Pilotage dues are set by the board"
+    assert score(p, reference).missed_headings == ["pilotage"]
 
 
 def test_words_laminae_adds_lower_precision_and_only_it():
@@ -155,8 +164,9 @@ def test_headings_and_images_outside_code_fences_only():
 def test_words_fold_ligatures_case_line_end_hyphens_and_markdown_syntax():
     assert words("The ﬁle\u00ad's conﬁg-\nuration, Straße_2") == ["the", "file", "s", "configuration", "strasse", "2"]
     assert words(reference_text("```python\nx = 1\n```\nSee [the guide](http://example.org/guide) "
-                                "<b>now</b> &amp; ![a map](map.png)\n\n[ref]: http://example.org/ref")) \
-        == ["x", "1", "see", "the", "guide", "now", "a", "map"]
+                                "<b>now</b> &amp; ![a map](map.png)\n\n[ref]: http://example.org/ref\n\n"
+                                "1. one\n2) two\n- three\n> 4. four")) \
+        == ["x", "1", "see", "the", "guide", "now", "a", "map", "one", "two", "three", "four"]
     assert normal("  **Tonnage** (t) ") == "tonnage t"
 
 
