@@ -1,0 +1,269 @@
+"""Parse spreadsheets (XLSX with openpyxl, CSV/TSV with the csv module) into table components.
+
+Reads the file's bytes; returns a ``ParsedPage`` whose components are tables: each sheet (each
+CSV file) one table, or several where blank rows part blocks that each start like a table (a
+title cell or a header row; a block that starts with data goes on the table above it). In each:
+empty leading and trailing rows and columns trimmed, a block's leading single-cell rows ("Sales
+2025") read as its caption after the sheet's name, a header row detected (the first row, when most
+of its cells are words and not numbers or dates, and rows follow it; else no header), merged
+cells' value repeated into every cell they cover, values as Excel shows them (integers without
+".0", the format's decimals, thousands separators and percent, dates ISO 8601, formulas as the
+value Excel cached: ``data_only``). Hidden sheets are read like the others: they often hold the
+lookup tables the visible sheets' values come from, which are the document's data too.
+
+Bounded: openpyxl's read-only mode streams a sheet's rows; a sheet keeps ``max_sheet_rows``
+non-empty rows and stops reading there (warning "rows_cut: sheet NAME: kept N of M rows", M the
+rows its dimension declares); a CSV field is at most ``MAX_FIELD_CHARS`` (past that the rows from
+there are dropped with a warning). The CSV's delimiter is sniffed on its first ``SNIFF_CHARS``
+(a ``.tsv`` file is tab-separated), its encoding is ``decode_text``'s. The 10,000 default of
+``max_sheet_rows`` is kept: each row becomes a row subcomponent that is embedded, so it is the
+real bound on a sheet's cost.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+import zipfile
+from collections.abc import Iterable, Iterator
+
+from laminae.tasks.config import OcrConfig, ParseConfig
+from laminae.tasks.crawl.formats import TSV_TYPE, extension_type
+from laminae.tasks.parse.document import Component, ParsedPage, ParseError, decode_text
+from laminae.tasks.parse.office import file_title, open_office_zip, table_component
+
+SNIFF_CHARS = 64 * 1024
+MAX_FIELD_CHARS = 1_000_000
+MAX_TITLE_ROWS = 3
+MERGE = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]{1,3})(\d{1,7})(?::([A-Z]{1,3})(\d{1,7}))?"')
+NUMERIC = re.compile(r"^[-+(]?[$€£¥]?\s?[\d.,\s]*\d[\d.,\s]*(%|e[-+]?\d+)?\)?$", re.IGNORECASE)
+DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}([ T]\d{1,2}:\d{2}(:\d{2})?)?$|^\d{1,2}:\d{2}(:\d{2})?$")
+# a number format Excel applies to a number: digits, decimals, thousands, percent (literals, colours,
+# locales and currency symbols around them removed first)
+FORMAT_NOISE = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.|_.|\*.|[$€£¥\s]')
+FIXED_FORMAT = re.compile(r"^(?P<int>[#,0]*0)(?:\.(?P<dec>0+))?(?P<pct>%)?$")
+
+
+# -- XLSX --------------------------------------------------------------------------------------
+def parse_xlsx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
+    """Each sheet's tables (see the module docstring)."""
+    archive = open_office_zip(body, "xlsx", cfg)
+    try:
+        import openpyxl
+
+        book = openpyxl.load_workbook(io.BytesIO(body), read_only=True, data_only=True, keep_links=False)
+    except Exception as exc:  # openpyxl raises KeyError, ValueError, TypeError, lxml errors... on damage
+        archive.close()
+        raise ParseError(f"openpyxl cannot open the XLSX file: {type(exc).__name__}: {exc}",
+                         "unparsable_xlsx") from None
+    components: list[Component] = []
+    warnings: list[str] = []
+    try:
+        for sheet in book.worksheets:
+            merges = _merged_ranges(archive, getattr(sheet, "_worksheet_path", None))
+            rows = _sheet_rows(sheet, merges, cfg.max_sheet_rows, warnings)
+            components.extend(sheet_tables(rows, sheet.title, [sheet.title]))
+        props = book.properties
+    except ParseError:
+        raise
+    except Exception as exc:  # a damaged sheet's XML is found while its rows stream
+        raise ParseError(f"openpyxl cannot read the XLSX file's sheets: {type(exc).__name__}: {exc}",
+                         "unparsable_xlsx") from None
+    finally:
+        book.close()
+        archive.close()
+    meta = {key: str(value).strip() for key, value in (
+        ("author", props.creator), ("subject", props.subject), ("keywords", props.keywords),
+        ("description", props.description), ("created", props.created), ("modified", props.modified))
+        if value not in (None, "")}
+    title = (props.title or "").strip() or file_title(url)
+    return ParsedPage(url=url, title=title, canonical_url=None, lang=None, components=components,
+                      warnings=warnings, kind="xlsx", meta=meta)
+
+
+def _merged_ranges(archive: zipfile.ZipFile, path: str | None) -> list[tuple[int, int, int, int]]:
+    """(first row, first column, last row, last column) of a sheet's merged cells, read from its
+    XML (openpyxl's read-only sheets do not know them); the XML is streamed, not held."""
+    if not path:
+        return []
+    path = path.lstrip("/")
+    out: list[tuple[int, int, int, int]] = []
+    try:
+        with archive.open(path) as stream:
+            tail = b""
+            while chunk := stream.read(1 << 20):
+                data = tail + chunk
+                end = 0
+                for m in MERGE.finditer(data):
+                    c1, r1 = _column(m.group(1)), int(m.group(2))
+                    c2, r2 = (_column(m.group(3)), int(m.group(4))) if m.group(3) else (c1, r1)
+                    out.append((min(r1, r2), min(c1, c2), max(r1, r2), max(c1, c2)))
+                    end = m.end()
+                tail = data[max(end, len(data) - 200):]
+    except (KeyError, zipfile.BadZipFile, OSError, EOFError):
+        return []
+    return out
+
+
+def _column(letters: bytes) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ch - 64
+    return n
+
+
+def _sheet_rows(sheet, merges: list[tuple[int, int, int, int]], cap: int,
+                warnings: list[str]) -> list[list[str]]:
+    """A sheet's rows as strings (an empty row as []), up to ``cap`` non-empty ones, merged cells filled."""
+    declared = sheet.max_row
+    sheet.reset_dimensions()  # else rows are padded to the declared width, which formatting can make 16,384
+    rows: list[list[str]] = []
+    kept = 0
+    for row in sheet.iter_rows():
+        values = [format_cell(c.value, c.number_format) if c.value is not None else "" for c in row]
+        while values and not values[-1]:
+            values.pop()
+        if values and kept == cap:
+            warnings.append(f"rows_cut: sheet {sheet.title}: kept {cap} of "
+                            f"{declared if declared and declared > cap else 'more than ' + str(cap)} rows")
+            break
+        kept += bool(values)
+        rows.append(values)
+    if merges and rows:
+        width = max(len(r) for r in rows)
+        for r1, c1, r2, c2 in merges:
+            if r1 > len(rows) or c1 > len(rows[r1 - 1]) or not rows[r1 - 1][c1 - 1]:
+                continue
+            value = rows[r1 - 1][c1 - 1]
+            for r in range(r1, min(r2, len(rows)) + 1):
+                row = rows[r - 1]
+                last = min(c2, width)
+                row.extend([""] * (last - len(row)))
+                for c in range(c1, last + 1):
+                    row[c - 1] = value
+    return rows
+
+
+def format_cell(value: object, number_format: str | None = None) -> str:
+    """A cell's value as Excel shows it (see the module docstring)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        fixed = FIXED_FORMAT.match(FORMAT_NOISE.sub("", (number_format or "").split(";")[0]))
+        if fixed and number_format not in (None, "General"):
+            number = value * 100 if fixed.group("pct") else value
+            comma = "," if "," in fixed.group("int") else ""
+            return f"{number:{comma}.{len(fixed.group('dec') or '')}f}" + ("%" if fixed.group("pct") else "")
+        if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.15g}" if isinstance(value, float) else str(value)
+    if isinstance(value, dt.datetime):
+        if value.time() == dt.time(0):
+            return value.date().isoformat()
+        return value.isoformat(sep=" ", timespec="seconds" if value.second else "minutes")
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    return " ".join(str(value).split())
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+def parse_csv(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
+    """A CSV or TSV file's table(s) (see the module docstring)."""
+    if b"\x00" in body[:4096] and not body.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ParseError("the CSV file holds NUL bytes: it is binary, not text", "unparsable_csv")
+    text, warning = decode_text(body, charset)
+    warnings = [warning] if warning else []
+    name = file_title(url)
+    delimiter = "\t" if extension_type(url) == TSV_TYPE else _sniff_delimiter(text[:SNIFF_CHARS])
+    old_limit = csv.field_size_limit(MAX_FIELD_CHARS)
+    try:
+        rows = _csv_rows(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), name, cfg.max_sheet_rows,
+                         warnings)
+    finally:
+        csv.field_size_limit(old_limit)
+    return ParsedPage(url=url, title=name, canonical_url=None, lang=None, components=sheet_tables(rows, None, []),
+                      warnings=warnings, kind="csv")
+
+
+def _sniff_delimiter(sample: str) -> str:
+    """The delimiter of a sample's complete lines; a comma when the sniffer cannot tell."""
+    if "\n" in sample:
+        sample = sample[: sample.rfind("\n")]
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+    except csv.Error:
+        return ","
+
+
+def _csv_rows(reader: Iterator[list[str]], name: str, cap: int, warnings: list[str]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    kept = total = 0
+    try:
+        for row in reader:
+            values = [" ".join(v.split()) for v in row]
+            while values and not values[-1]:
+                values.pop()
+            total += bool(values)
+            if kept < cap:
+                rows.append(values)  # blank rows too: they part a file's tables
+                kept += bool(values)
+    except csv.Error as exc:
+        warnings.append(f"csv_error: line {reader.line_num}: {exc}; the rows from there are dropped")
+    if total > kept:
+        warnings.append(f"rows_cut: sheet {name}: kept {kept} of {total} rows")
+    return rows
+
+
+# -- tables of a sheet -------------------------------------------------------------------------
+def sheet_tables(rows: list[list[str]], name: str | None, section_path: list[str]) -> list[Component]:
+    """The tables of a sheet's rows (see the module docstring)."""
+    groups: list[tuple[list[str], bool, list[list[str]]]] = []  # (title rows, has a header, rows)
+    for block in _blocks(rows):
+        titles: list[str] = []
+        while len(titles) < MAX_TITLE_ROWS and len(block) > 1 and sum(bool(v) for v in block[0]) == 1 \
+                and max(len(r) for r in block[1:]) > 1:
+            titles.append(next(v for v in block[0] if v))
+            block = block[1:]
+        header = is_header(block)
+        lone = len(block) == 1 and sum(bool(v) for v in block[0]) == 1  # a note under a table
+        if groups and not titles and not header and not lone:
+            groups[-1][2].extend(block)  # a block that starts with data goes on with the table above
+        else:
+            groups.append((titles, header, block))
+    out = []
+    for titles, header, block in groups:
+        caption = " / ".join([name, *titles] if name else titles) or None
+        comp = table_component([[(v, []) for v in r] for r in block], int(header), caption, section_path)
+        if comp is not None:
+            out.append(comp)
+    return out
+
+
+def _blocks(rows: Iterable[list[str]]) -> Iterator[list[list[str]]]:
+    block: list[list[str]] = []
+    for row in rows:
+        if any(row):
+            block.append(row)
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def is_textual(value: str) -> bool:
+    """A cell that holds words, not a number, an amount, a percentage or a date."""
+    return bool(value) and not NUMERIC.match(value) and not DATE_LIKE.match(value)
+
+
+def is_header(block: list[list[str]]) -> bool:
+    """Whether a block's first row labels its columns: rows follow it, and most of its cells are
+    filled and most of those are words."""
+    if len(block) < 2:
+        return False
+    first = block[0]
+    filled = [v for v in first if v]
+    width = max(len(r) for r in block)
+    return 2 * len(filled) >= width and 2 * sum(is_textual(v) for v in filled) > len(filled)
