@@ -35,7 +35,7 @@ from laminae.tasks.parse.pdf_layout import MARGIN_REGIONS, available, boxes, lab
 from laminae.tasks.parse.pdf_order import reading_order
 from laminae.tasks.parse.pdf_page import page_blocks
 from laminae.tasks.parse.pdf_scans import Scans
-from laminae.tasks.parse.pdf_tables import TableBudget, read_tables, table_areas
+from laminae.tasks.parse.pdf_tables import TableBudget, find_page_tables
 
 MARGIN = 0.08  # top and bottom share of a page where running headers and footers sit
 PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)
@@ -112,6 +112,8 @@ def _continues(previous: Component | None, prev_block: Block | None, block: Bloc
     if abs(prev_block.size - block.size) > 0.6 or not mid_sentence:
         return False
     column_break = block.bbox[1] < prev_block.bbox[1]  # it starts higher up: the next column
+    if prev_block.page == block.page and not column_break and block.bbox[1] - prev_block.bbox[3] > block.size:
+        return False  # a paragraph's gap between them
     first = block.text[:1]
     caseless = first.isalpha() and not first.isupper() and not first.islower()  # Arabic, Hebrew, CJK
     return first.islower() or caseless or prev_block.page != block.page or column_break
@@ -238,8 +240,8 @@ def _read_page(page, number: int, url: str, cfg: ParseConfig, scans: Scans, budg
             b.bbox[3] <= margin or b.bbox[1] >= page.rect.height - margin))]
     take_labels(images, blocks, boxes(regions, "picture"))
     words = Words(page, textpage)
-    grids, area = table_areas(rules) if cfg.pdf_tables and blocks else ([], None)
-    tables = read_tables(page, number, grids, area, words, budget) if grids or area else []
+    tables = (find_page_tables(page, number, rules, words, budget, cfg, boxes(regions, "table") if regions else None)
+              if cfg.pdf_tables and blocks else [])
     return blocks, (tables, images, _links(page, url, words))
 
 

@@ -160,9 +160,12 @@ def test_blocks_without_a_full_stop_stay_apart_and_layouts_read_in_order():
     p.insert_text((56, 430), left, fontsize=10)
     p.insert_text((320, 400), "Right column text.", fontsize=10)
     p.insert_text((290, 470), "***", fontsize=10)  # a narrow centred ornament
-    texts = [c.text for c in parse_pdf(doc.tobytes(), URL).components]
+    components = parse_pdf(doc.tobytes(), URL).components
+    texts = [c.text for c in components]
     assert texts[:2] == ["Key findings", "The guild grew by a third this year."]
-    assert texts[2:5] == ["Name: Ada Baker", "Town: Rye", "Since: 1998"]  # MuPDF keeps a row's text together
+    form = components[2]  # labels and values aligned in two columns: a table of aligned words (pdf_tables)
+    assert form.kind == "table" and [form.header, *form.rows] == [["Name:", "Ada Baker"], ["Town:", "Rye"],
+                                                                  ["Since:", "1998"]]
     assert texts.count("***") == 1
 
 
@@ -309,7 +312,7 @@ def _tables_of(body: bytes) -> list[tuple]:
 def test_regular_grids_are_read_without_find_tables_and_match_it(monkeypatch):
     import pymupdf
 
-    import laminae.tasks.parse.pdf as module
+    import laminae.tasks.parse.pdf_tables as module
     from laminae.tasks.parse.pdf_tables import around
 
     w = PdfWriter()
@@ -404,7 +407,7 @@ def test_a_page_that_fails_late_is_skipped_and_the_others_kept(monkeypatch):
 
     body = report_pdf(pages=3, seed=1, table_every=1)
     whole = parse_pdf(body, URL)
-    real = module.read_tables
+    real = module.find_page_tables
     failed: list[int] = []
 
     def failing(page, number, *args):
@@ -413,7 +416,7 @@ def test_a_page_that_fails_late_is_skipped_and_the_others_kept(monkeypatch):
             raise RuntimeError("broken content stream")
         return real(page, number, *args)
 
-    monkeypatch.setattr(module, "read_tables", failing)
+    monkeypatch.setattr(module, "find_page_tables", failing)
     page = parse_pdf(body, URL)
     assert any(w.startswith(f"page_unreadable: page {failed[0]}: RuntimeError") for w in page.warnings)
     assert failed[0] not in {c.page for c in page.components}
