@@ -149,25 +149,26 @@ def list_components(items: list[tuple[str, list[Link]]], section_path: list[str]
 Cell = tuple[str, list[Link]]
 
 
-def table_component(grid: list[list[Cell]], n_head: int, caption: str | None,
-                    section_path: list[str]) -> Component | None:
+def table_component(grid: list[list[Cell]], n_head: int, caption: str | None, section_path: list[str],
+                    title_row: bool = False) -> Component | None:
     """A table of ``grid`` (rows of (text, links), merged cells already repeated) whose first
-    ``n_head`` rows label its columns: a first row that is one cell across every column is its
-    title (the caption), several header rows are joined per column ("Year / Q1"), empty rows and
-    columns are dropped; a table of header rows only is read as data. None for an empty grid."""
+    ``n_head`` rows label its columns: a ``title_row`` (the first row is one merged cell across
+    every column) is its title, put in the caption; several header rows are joined per column
+    ("Year / Q1"); empty rows and columns are dropped; a table of header rows only is read as data.
+    None for an empty grid."""
     width = max((len(r) for r in grid), default=0)
-    grid = [r + [("", [])] * (width - len(r)) for r in grid if any(c[0] for c in r)]
+    grid = [r + [("", [])] * (width - len(r)) for r in grid]
+    if title_row and len(grid) > 1 and width > 1 and grid[0][0][0] and len({c[0] for c in grid[0]}) == 1:
+        title = grid[0][0][0]
+        caption = f"{caption} / {title}" if caption else title
+        grid = grid[1:]
+        n_head = max(n_head - 1, 1 if n_head else 0)
+    grid = [r for r in grid if any(c[0] for c in r)]
     keep = [i for i in range(width) if any(r[i][0] for r in grid)]
     grid = [[r[i] for i in keep] for r in grid]
     width = len(keep)
     if not grid or not width:
         return None
-    n_head = min(n_head, len(grid))
-    while width > 1 and len(grid) > 1 and len({c[0] for c in grid[0]}) == 1:
-        title = grid[0][0][0]
-        caption = f"{caption} / {title}" if caption else title
-        grid = grid[1:]
-        n_head = max(n_head - 1, 1 if n_head else 0)
     if n_head >= len(grid):
         n_head = 0
     header: list[str] | None = None

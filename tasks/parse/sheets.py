@@ -63,8 +63,8 @@ def parse_xlsx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset:
     try:
         for sheet in book.worksheets:
             merges = _merged_ranges(archive, getattr(sheet, "_worksheet_path", None))
-            rows = _sheet_rows(sheet, merges, cfg.max_sheet_rows, warnings)
-            components.extend(sheet_tables(rows, sheet.title, [sheet.title]))
+            rows, titles = _sheet_rows(sheet, merges, cfg.max_sheet_rows, warnings)
+            components.extend(sheet_tables(rows, sheet.title, [sheet.title], titles))
         props = book.properties
     except ParseError:
         raise
@@ -115,8 +115,9 @@ def _column(letters: bytes) -> int:
 
 
 def _sheet_rows(sheet, merges: list[tuple[int, int, int, int]], cap: int,
-                warnings: list[str]) -> list[list[str]]:
-    """A sheet's rows as strings (an empty row as []), up to ``cap`` non-empty ones, merged cells filled."""
+                warnings: list[str]) -> tuple[list[list[str]], set[int]]:
+    """A sheet's rows as strings (an empty row as []), up to ``cap`` non-empty ones, merged cells
+    filled; and the rows that are one merged cell (a title over a table)."""
     declared = sheet.max_row
     sheet.reset_dimensions()  # else rows are padded to the declared width, which formatting can make 16,384
     rows: list[list[str]] = []
@@ -131,19 +132,22 @@ def _sheet_rows(sheet, merges: list[tuple[int, int, int, int]], cap: int,
             break
         kept += bool(values)
         rows.append(values)
+    titles: set[int] = set()
     if merges and rows:
         width = max(len(r) for r in rows)
         for r1, c1, r2, c2 in merges:
             if r1 > len(rows) or c1 > len(rows[r1 - 1]) or not rows[r1 - 1][c1 - 1]:
                 continue
             value = rows[r1 - 1][c1 - 1]
+            if r1 == r2 and c2 > c1 and sum(bool(v) for v in rows[r1 - 1]) == 1:
+                titles.add(r1 - 1)
             for r in range(r1, min(r2, len(rows)) + 1):
                 row = rows[r - 1]
                 last = min(c2, width)
                 row.extend([""] * (last - len(row)))
                 for c in range(c1, last + 1):
                     row[c - 1] = value
-    return rows
+    return rows, titles
 
 
 def format_cell(value: object, number_format: str | None = None) -> str:
@@ -217,35 +221,39 @@ def _csv_rows(reader: Iterator[list[str]], name: str, cap: int, warnings: list[s
 
 
 # -- tables of a sheet -------------------------------------------------------------------------
-def sheet_tables(rows: list[list[str]], name: str | None, section_path: list[str]) -> list[Component]:
-    """The tables of a sheet's rows (see the module docstring)."""
+def sheet_tables(rows: list[list[str]], name: str | None, section_path: list[str],
+                 title_rows: set[int] | None = None) -> list[Component]:
+    """The tables of a sheet's rows (see the module docstring); ``title_rows``: indices of rows
+    that are one merged cell."""
     groups: list[tuple[list[str], bool, list[list[str]]]] = []  # (title rows, has a header, rows)
     for block in _blocks(rows):
         titles: list[str] = []
-        while len(titles) < MAX_TITLE_ROWS and len(block) > 1 and sum(bool(v) for v in block[0]) == 1 \
-                and max(len(r) for r in block[1:]) > 1:
-            titles.append(next(v for v in block[0] if v))
+        while len(titles) < MAX_TITLE_ROWS and len(block) > 1 and max(len(r) for _, r in block[1:]) > 1 and (
+                block[0][0] in (title_rows or ()) or sum(bool(v) for v in block[0][1]) == 1):
+            titles.append(next(v for v in block[0][1] if v))
             block = block[1:]
-        header = is_header(block)
-        lone = len(block) == 1 and sum(bool(v) for v in block[0]) == 1  # a note under a table
+        cells = [r for _, r in block]
+        header = is_header(cells)
+        lone = len(cells) == 1 and sum(bool(v) for v in cells[0]) == 1  # a note under a table
         if groups and not titles and not header and not lone:
-            groups[-1][2].extend(block)  # a block that starts with data goes on with the table above
+            groups[-1][2].extend(cells)  # a block that starts with data goes on with the table above
         else:
-            groups.append((titles, header, block))
+            groups.append((titles, header, cells))
     out = []
-    for titles, header, block in groups:
+    for titles, header, cells in groups:
         caption = " / ".join([name, *titles] if name else titles) or None
-        comp = table_component([[(v, []) for v in r] for r in block], int(header), caption, section_path)
+        comp = table_component([[(v, []) for v in r] for r in cells], int(header), caption, section_path)
         if comp is not None:
             out.append(comp)
     return out
 
 
-def _blocks(rows: Iterable[list[str]]) -> Iterator[list[list[str]]]:
-    block: list[list[str]] = []
-    for row in rows:
+def _blocks(rows: Iterable[list[str]]) -> Iterator[list[tuple[int, list[str]]]]:
+    """Runs of non-empty rows, each row with its index."""
+    block: list[tuple[int, list[str]]] = []
+    for i, row in enumerate(rows):
         if any(row):
-            block.append(row)
+            block.append((i, row))
         elif block:
             yield block
             block = []

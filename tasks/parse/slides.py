@@ -167,7 +167,9 @@ class DeckReader:
                 for dr in range(min(height, rows - r)):
                     for dc in range(min(width, cols - c)):
                         grid[r + dr][c + dc] = value if (dr, dc) == (0, 0) else (value[0], [])
-        comp = table_component(grid, 1, None, self.outline.path())
+        corner = table.cell(0, 0) if rows and cols else None
+        title_row = corner is not None and corner.is_merge_origin and corner.span_width == cols
+        comp = table_component(grid, 1, None, self.outline.path(), title_row=title_row)
         if comp is not None:
             self.outline.emit(comp)
 

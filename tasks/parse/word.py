@@ -213,16 +213,17 @@ class DocxReader(TableReader):
             if el.tag == w("p"):
                 self.paragraph(el, part)
             elif el.tag == w("tbl"):
-                self.flush()
+                self.flush(keep_caption=True)
                 self.table(el, part)
 
     def emit(self, comp: Component) -> None:
         comp.section_path = self.outline.path()
         self.outline.emit(comp)
 
-    def flush(self) -> None:
-        """Write the list being gathered, then what its items anchor, and a caption left waiting."""
-        if self.caption is not None:
+    def flush(self, keep_caption: bool = False) -> None:
+        """Write the list being gathered, then what its items anchor, and a caption left waiting
+        (unless a table follows: the caption is the table's)."""
+        if self.caption is not None and not keep_caption:
             caption, self.caption = self.caption, None
             self.emit(Component("paragraph", caption, []))
         if self.items:

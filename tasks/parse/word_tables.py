@@ -34,6 +34,7 @@ class TableReader:
         anchored: list[Inline] = []
         grid: list[list[Cell]] = []
         marked, marking = 0, True
+        first_cells = 0  # cells the first row writes: one across every column is the table's title
         above: dict[int, Cell] = {}  # grid column -> the cell last read there (a vertical merge goes on)
         for tr in _children(tbl, "tr"):
             props = tr.find(w("trPr"))
@@ -66,9 +67,11 @@ class TableReader:
                 marked += 1
             else:
                 marking = False
+            if not grid:
+                first_cells = sum(1 for _ in _children(tr, "tc")) + bool(_int(props, "gridBefore"))
             grid.append(row)
         caption, self.caption = self.caption, None
-        comp = table_component(grid, marked or 1, caption, [])
+        comp = table_component(grid, marked or 1, caption, [], title_row=first_cells == 1)
         if comp is not None:
             self.emit(comp)
         elif caption:

@@ -486,6 +486,52 @@ def readings_csv() -> tuple[bytes, str]:
             "# readings.csv\n\n" + md_table(READINGS[0], READINGS[1:]) + "\n")
 
 
+# -- OLE compound files (legacy and password-protected Office files) -----------------------------
+def ole_file(streams: dict[str, bytes]) -> bytes:
+    """A compound file (CFB version 3, 512-byte sectors) holding ``streams`` at the root, each padded
+    to 4,096 bytes so that it lives in regular sectors: the container of a password-protected OOXML
+    file (streams EncryptionInfo, EncryptedPackage) or of a legacy .doc/.xls (WordDocument, Workbook)."""
+    import struct
+
+    free, end, fat_sector = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFFFFFD
+    names = list(streams)
+    datas = [streams[n].ljust(4096, b"\0") for n in names]
+    counts = [len(d) // 512 for d in datas]
+    fat = [fat_sector, end]  # sector 0: the FAT, sector 1: the directory
+    starts = []
+    for count in counts:
+        starts.append(len(fat))
+        fat += [len(fat) + i + 1 for i in range(count - 1)] + [end]
+    fat += [free] * (128 - len(fat))
+
+    def entry(name: str, kind: int, child: int, right: int, start: int, size: int) -> bytes:
+        encoded = name.encode("utf-16-le") + b"\0\0"
+        return (encoded.ljust(64, b"\0") + struct.pack("<HBB3I", len(encoded), kind, 1, free, right, child)
+                + b"\0" * 36 + struct.pack("<IQ", start, size))
+
+    # the root's children form a tree by (length, name): each entry's right sibling is the next
+    order = sorted(range(len(names)), key=lambda i: (len(names[i]), names[i].upper()))
+    directory = entry("Root Entry", 5, order[0] + 1 if order else free, free, end, 0)
+    for rank, i in enumerate(order):
+        right = order[rank + 1] + 1 if rank + 1 < len(order) else free
+        directory += entry(names[i], 2, free, right, starts[i], len(datas[i]))
+    directory = directory.ljust(512, b"\0")
+    header = (bytes.fromhex("d0cf11e0a1b11ae1") + b"\0" * 16 + struct.pack("<HHHHH", 0x3E, 3, 0xFFFE, 9, 6)
+              + b"\0" * 6 + struct.pack("<IIIIIIIII", 0, 1, 1, 0, 4096, end, 0, end, 0)
+              + struct.pack("<I", 0) + struct.pack("<I", free) * 108)
+    return header + struct.pack("<128I", *fat) + directory + b"".join(datas)
+
+
+def encrypted_docx() -> bytes:
+    """A password-protected DOCX as Office writes it: the encrypted package in an OLE compound file."""
+    return ole_file({"EncryptionInfo": b"\x04\x00\x04\x00\x40\x00\x00\x00", "EncryptedPackage": bytes(range(256)) * 8})
+
+
+def legacy_doc() -> bytes:
+    """A Word 97-2003 file's container (an OLE compound file with a WordDocument stream)."""
+    return ole_file({"WordDocument": b"\xec\xa5\xc1\x00" + b"\0" * 60, "1Table": b"\0" * 64})
+
+
 DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "report.docx": report_docx,
     "minutes.docx": minutes_docx,
