@@ -9,17 +9,23 @@ embedder's bare encode of the texts the build embedded, the detector's bare ``de
 over the pictures it ran on and the recognizer's bare ``read_lines`` over the pictures OCR reads,
 at the same (default) threads. ``--reference REV`` builds the same
 pages with the code of another commit (a temporary git worktree) right before, for an A/B.
-Writes only temporary files.
+With ``--device cuda`` the build and the floors run on the GPU, and ``nvidia-smi`` is sampled each
+second during the build and during the bare encode: GPU utilisation (mean, and the share of
+seconds it was busy) and peak GPU memory. ``--json FILE`` also writes every number printed.
+Writes only temporary files (and ``--json``'s).
 
     .venv/bin/python bench/build.py --corpus ../shared/bench/wtq-dev [--limit 50] [--reference 3521fbd]
+        [--device cuda] [--parse-workers 8] [--no-floors] [--json out.json]
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -107,14 +113,62 @@ open(sys.argv[5], "w").write(json.dumps(summary, default=str))
 """
 
 
+class GpuSampler:
+    """``nvidia-smi`` read once a second on a thread while the ``with`` block runs: GPU utilisation
+    (%) and memory used (MiB) of GPU 0. Without ``nvidia-smi`` it samples nothing."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            try:
+                line = subprocess.run(
+                    ["nvidia-smi", "--id=0", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
+                    capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+                util, mem = (float(x) for x in line.split(","))
+                self.samples.append((util, mem))
+            except (OSError, subprocess.SubprocessError, ValueError):
+                return
+            self._stop.wait(1.0)
+
+    def __enter__(self) -> GpuSampler:
+        if shutil.which("nvidia-smi"):
+            self._thread = threading.Thread(target=self._read, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if hasattr(self, "_thread"):
+            self._thread.join(timeout=10)
+
+    def stats(self) -> dict:
+        if not self.samples:
+            return {}
+        utils = [u for u, _ in self.samples]
+        return {"samples": len(utils), "util_mean": sum(utils) / len(utils),
+                "util_busy_share": sum(u > 0 for u in utils) / len(utils),
+                "util_busy_mean": sum(u for u in utils if u > 0) / max(1, sum(u > 0 for u in utils)),
+                "util_max": max(utils), "mem_peak_mib": max(m for _, m in self.samples)}
+
+
+def gpu_line(label: str, stats: dict) -> str:
+    if not stats:
+        return f"{label}: no nvidia-smi samples"
+    return (f"{label}: GPU utilisation mean {stats['util_mean']:.0f} % over {stats['samples']} s, busy (>0 %) "
+            f"{100 * stats['util_busy_share']:.0f} % of seconds at {stats['util_busy_mean']:.0f} % mean, max "
+            f"{stats['util_max']:.0f} %; GPU memory peak {stats['mem_peak_mib']:.0f} MiB")
+
+
 def run_build(code: Path, seeds: Path, index: str, settings: dict, out: Path) -> tuple[dict, float, float]:
     """``build_index`` in a fresh process running ``code``: (summary, wall seconds, peak RSS GB).
     RUSAGE_CHILDREN's maxrss is the largest finished child's: run one build at a time."""
     import os
     import resource
-    import subprocess
 
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     with Timer()("build") as build:
         subprocess.run([sys.executable, "-c", CHILD, str(code), str(seeds), index, json.dumps(settings), str(out)],
                        check=True, cwd=code, env=env)
@@ -122,11 +176,32 @@ def run_build(code: Path, seeds: Path, index: str, settings: dict, out: Path) ->
     return json.loads(out.read_text()), build.seconds, peak
 
 
-def floors(index: str) -> dict:
+def encode_sweep(model, texts: list[str]) -> list[dict]:
+    """The bare ``SentenceTransformer.encode`` of ``texts`` on its GPU at batch sizes 128-1024 in
+    fp16, then 256 in bf16 and fp32 (the model is cast in place: run last)."""
+    import torch
+
+    runs = []
+    for dtype, batch in [(torch.float16, b) for b in (128, 256, 512, 1024)] + [(torch.bfloat16, 256),
+                                                                              (torch.float32, 256)]:
+        model.to(dtype)
+        model.encode(texts[:batch], batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
+        torch.cuda.synchronize()
+        timer = Timer()
+        with timer("encode"):
+            model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True,
+                         show_progress_bar=False)
+        runs.append({"dtype": str(dtype).removeprefix("torch."), "batch": batch, "seconds": timer.last("encode"),
+                     "texts_per_s": len(texts) / timer.last("encode")})
+    return runs
+
+
+def floors(index: str, device: str = "auto", sweep: bool = False) -> dict:
     """The bare default embedder over the unique texts the index's nodes were embedded from, the
     bare detector over the pictures the build would run it on, and the bare recognizer over the
     distinct pictures OCR reads (readable size; the per-document cap is not applied), same threads
-    (the defaults)."""
+    and device as the build (the defaults unless ``device`` is given); nvidia-smi is sampled
+    during the encode."""
     import lancedb
 
     from laminae.schemas.pictures import load_image, raster_picture
@@ -148,13 +223,14 @@ def floors(index: str) -> dict:
                 keys.append(row["image_key"])
                 if ocr_cfg.enabled and image_text.readable(row, ocr_cfg):
                     readable.append(row["image_key"])
-    embedder = load_embedder(EmbedConfig())
+    embedder = load_embedder(EmbedConfig(device=device))
     embedder.embed(["warm-up"])
     timer = Timer()
-    with timer("embed"):
+    with GpuSampler() as sampler, timer("embed"):
         embedder.embed(sorted(texts, key=len, reverse=True))
-    out = {"texts": len(texts), "embed_s": timer.last("embed"), "backend": type(embedder).__name__}
-    raw, cfg = RawStore(index), DetectConfig()
+    out = {"texts": len(texts), "embed_s": timer.last("embed"), "backend": type(embedder).__name__,
+           "encode_gpu": sampler.stats()}
+    raw, cfg = RawStore(index), DetectConfig(device=device)
     pictures = [p for p in (load_image(raw.get(k)) for k in dict.fromkeys(keys)) if worth_detecting(p, cfg)]
     out.update(pictures=len(pictures), detect_s=0.0)
     weights = resolve_weights(cfg)
@@ -172,6 +248,8 @@ def floors(index: str) -> dict:
             for picture in to_read:
                 read_lines(picture, ocr_cfg)
         out["ocr_s"] = timer.last("ocr")
+    if sweep and getattr(embedder, "device", "cpu").startswith("cuda"):
+        out["sweep"] = encode_sweep(embedder._model, sorted(texts, key=len, reverse=True))
     return out
 
 
@@ -199,6 +277,13 @@ def main() -> int:
     parser.add_argument("--setting", action="append", default=[], metavar="JSON",
                         help="a settings override, e.g. '{\"embed\": {\"threads\": 1}}' (default: none, what users get)")
     parser.add_argument("--keep", help="keep the index in this directory")
+    parser.add_argument("--device", help="auto | cpu | cuda | cuda:N: the embedder's and the detector's "
+                        "(default: not set, what users get: auto)")
+    parser.add_argument("--parse-workers", type=int, help="runner.parse_workers (default: not set)")
+    parser.add_argument("--no-floors", action="store_true", help="skip the floors (a repeat build)")
+    parser.add_argument("--encode-sweep", action="store_true", help="on a GPU, after the floors: the bare encode "
+                        "of the same texts at batch sizes 128-1024 in fp16, and at 256 in bf16 and fp32")
+    parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args()
 
     corpus = Path(tempfile.mkdtemp(prefix="laminae-bench-site-"))
@@ -231,6 +316,11 @@ def main() -> int:
     settings: dict = {}
     for item in args.setting:
         settings.update(json.loads(item))
+    if args.device:
+        for stage in ("embed", "detect"):
+            settings[stage] = {**settings.get(stage, {}), "device": args.device}
+    if args.parse_workers is not None:
+        settings["runner"] = {**settings.get("runner", {}), "parse_workers": args.parse_workers}
     here = Path(__file__).resolve().parent.parent
 
     index = args.keep or tempfile.mkdtemp(prefix="laminae-bench-index-")
@@ -240,8 +330,6 @@ def main() -> int:
         print(f"corpus: {len(names)} pages, {size_mb:.1f} MB; settings {settings or 'defaults'}")
         reference = None
         if args.reference:
-            import subprocess
-
             tree = Path(tmp) / "reference"
             subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", str(tree), args.reference],
                            check=True, capture_output=True)
@@ -249,7 +337,8 @@ def main() -> int:
                 reference = run_build(tree, seeds, str(Path(tmp) / "ref-index"), settings, Path(tmp) / "ref.json")
             finally:
                 subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(tree)], check=False)
-        summary, wall, peak = run_build(here, seeds, index, settings, Path(tmp) / "summary.json")
+        with GpuSampler() as sampler:
+            summary, wall, peak = run_build(here, seeds, index, settings, Path(tmp) / "summary.json")
         check = independent_counts(corpus, names, site.base_url)
 
     if reference:
@@ -259,13 +348,27 @@ def main() -> int:
         ratio = (summary["documents_indexed"] / summary["seconds_by_stage"]["total"]) / (
             reference[0]["documents_indexed"] / reference[0]["seconds_by_stage"]["total"])
         print(f"pages/s vs {args.reference}: {ratio:.2f}x")
-    floor = floors(index)
+    if sampler.samples:
+        print(gpu_line("build", sampler.stats()))
     total = summary["seconds_by_stage"]["total"]
-    floor_sum = floor["embed_s"] + floor["detect_s"] + floor["ocr_s"]
-    print(f"floors (same texts and pictures, default threads): encode {floor['texts']} texts "
-          f"({floor['backend']}) {floor['embed_s']:.1f} s; detect {floor['pictures']} pictures "
-          f"{floor['detect_s']:.1f} s; ocr {floor['read']} pictures {floor['ocr_s']:.1f} s; "
-          f"build / sum of floors = {total / max(floor_sum, 1e-9):.2f}")
+    floor: dict = {}
+    if not args.no_floors:
+        floor = floors(index, args.device or "auto", args.encode_sweep)
+        floor_sum = floor["embed_s"] + floor["detect_s"] + floor["ocr_s"]
+        print(f"floors (same texts and pictures, device {args.device or 'auto'}, default threads): encode "
+              f"{floor['texts']} texts ({floor['backend']}) {floor['embed_s']:.1f} s; detect {floor['pictures']} "
+              f"pictures {floor['detect_s']:.1f} s; ocr {floor['read']} pictures {floor['ocr_s']:.1f} s; "
+              f"build / sum of floors = {total / max(floor_sum, 1e-9):.2f}")
+        if floor["encode_gpu"]:
+            print(gpu_line("bare encode", floor["encode_gpu"]))
+        if floor.get("sweep"):
+            print(table(["dtype", "batch", "seconds", "texts/s"],
+                        [(r["dtype"], r["batch"], r["seconds"], r["texts_per_s"]) for r in floor["sweep"]],
+                        formats={"texts/s": ".0f"}))
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "settings": settings, "process_s": wall, "peak_rss_gb": peak, "build_gpu": sampler.stats(),
+            "floors": floor, "summary": summary}, default=str, indent=1))
     counts = summary["counts"]
     print("counts:", json.dumps({k: counts[k] for k in ("documents", "components", "subcomponents", "edges")}))
     print(f"links_to: {counts['links_to_resolved']} resolved in corpus, {counts['links_to_unresolved']} outside")
