@@ -3,7 +3,8 @@
 Reads a folder (recursively) of documents, each beside its reference: ``name.ext`` and
 ``name.ext.ref.md`` (every format the same way, Markdown too: ``notes.md`` beside ``notes.md.ref.md``;
 a ``*.ref.md`` file is never a document itself). The reference is Markdown: headings with ``#``,
-paragraphs, GFM pipe tables with their header row, ``![alt](src)`` for each picture. Writes
+paragraphs, GFM pipe tables with their header row, ``![alt](src)`` for each picture; a reference
+of facts names the measures it supports on its first line (``<!-- measures: headings -->``). Writes
 nothing unless ``--json FILE`` (one record a file) or ``--generate DIR`` (the development set).
 
 Each document is parsed with ``laminae.tasks.parse.parse(body, url)`` (the content type sniffed from
@@ -49,7 +50,7 @@ from typing import Any
 if not __package__:  # run as a file: the repository's bench and tests packages
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.fidelity_score import Score, score
+from bench.fidelity_score import Score, measures_of, restrict, score
 from bench.harness import arguments, table
 
 REF_SUFFIX = ".ref.md"
@@ -163,7 +164,9 @@ def run_one(path: Path, reference: Path, name: str, parse: Parse) -> Result:
         error = f"{reason}: {exc}" if reason else f"crash: {type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - start
     pages = _pdf_pages(body) if fmt == "pdf" else None
-    return Result(name, fmt, seconds, pages, error, score(page, reference.read_text(encoding="utf-8")))
+    text = reference.read_text(encoding="utf-8")
+    counts, keep = score(page, text), measures_of(text)
+    return Result(name, fmt, seconds, pages, error, restrict(counts, keep) if keep else counts)
 
 
 def generate(folder: Path) -> int:

@@ -7,7 +7,8 @@ nothing. ``score(page, reference)`` counts, for ``bench/fidelity.py``:
   zero-width characters removed, a hyphen at a line's end before a lower-case letter joined ("opera-\\n
   tion" is "operation"), then runs of Unicode letters and digits (``[^\\W_]+``: underscores, like
   punctuation, split words). The reference's words are those of its text with Markdown's syntax
-  taken out (``reference_text``: fence lines, list marks, link and image targets, link definitions, HTML tags;
+  taken out (``reference_text``: fence lines, list marks, link and image targets, link definitions,
+  HTML comments and tags, each outside code fences only;
   an image keeps its alt text, a link its text). laminae's words (``page_text``): the title, then
   each component in order, preceded by the headings of its section path that the component before
   it did not have; a component's words are its ``text`` (a table's linearized text: caption, header,
@@ -23,8 +24,11 @@ nothing. ``score(page, reference)`` counts, for ``bench/fidelity.py``:
   the matched component's header and rows; a **header agrees** where the matched component's header
   equals the reference's (normalised, cell by cell).
 - **headings**: reference ATX headings (``#``..``######``, outside code fences) whose normalised text
-  equals a section name of laminae: any component's section path entry, the title, or the whole
-  text of a paragraph (laminae's heading with nothing under it).
+  (a leading section number such as "2.1." taken off) equals a section name of laminae: any
+  component's section path entry, the title, or the whole text of a paragraph (laminae's heading
+  with nothing under it).
+- ``restrict``: a reference of facts scores only the measures its first line names
+  (``<!-- measures: headings -->``); the others count nothing.
 - **pictures**: laminae's image components against the reference's ``![alt](src)`` images.
 """
 
@@ -48,6 +52,11 @@ _LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"
 _REF_LINK = re.compile(r"\[((?:\\.|[^\]\\])*)\]\[[^\]]*\]")
 _LINK_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s+\S+.*$", re.M)
 _LIST_MARK = re.compile(r"^(\s*(?:>\s*)*)(?:[-*+]|\d{1,9}[.)])(?=\s)")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+_HELD = re.compile("\x00(\\d+)\x00")
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_MEASURES = re.compile(r"\s*<!--\s*measures:\s*([\w, ]+?)\s*-->")
+_SECTION_NUMBER = re.compile(r"^\s*(?:[A-Z]\.)?\d+(?:\.\d+)*\.?\s+")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _DELIMITER_CELL = re.compile(r"^\s*:?-+:?\s*$")
 _BLOCK_START = re.compile(r"^ {0,3}(#{1,6}\s|>|`{3,}|~{3,})")
@@ -60,17 +69,32 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
-def normal(text: str) -> str:
-    """A cell's or heading's text for comparison: its words, one space apart."""
-    return " ".join(words(_inline(text)))
+def normal(text: str, markdown: bool = True) -> str:
+    """A cell's or heading's text for comparison: its words, one space apart (the reference's read
+    as Markdown, laminae's as plain text)."""
+    return " ".join(words(_inline(text) if markdown else text))
+
+
+def heading(text: str, markdown: bool = True) -> str:
+    """A heading's text for comparison: ``normal`` without a leading section number ("2.1.")."""
+    return normal(_SECTION_NUMBER.sub("", text), markdown)
 
 
 def _inline(text: str) -> str:
-    """Markdown inline syntax out: an image's alt text and a link's text stay, their targets go."""
+    """Markdown inline syntax out: an image's alt text and a link's text stay, their targets go;
+    code spans are kept as they are (no link, tag or entity inside one)."""
+    spans: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"\x00{len(spans) - 1}\x00"
+
+    text = _CODE_SPAN.sub(hold, text)  # code spans bind first: a link's text may hold one, not the reverse
     text = _IMAGE.sub(r"\1", text)
     text = _LINK.sub(r"\1", text)
     text = _REF_LINK.sub(r"\1", text)
-    return html.unescape(_TAG.sub(" ", text))
+    text = html.unescape(_TAG.sub(" ", text))
+    return _HELD.sub(lambda m: spans[int(m.group(1))], text)
 
 
 def _fenced(lines: Sequence[str]) -> list[bool]:
@@ -93,12 +117,30 @@ def _fenced(lines: Sequence[str]) -> list[bool]:
 
 
 def reference_text(markdown: str) -> str:
-    """The reference's text: fence lines (and their info strings) dropped, their contents kept;
-    list items' marks ("1." too) and link definitions dropped; inline syntax out (``_inline``)."""
+    """The reference's text: fence lines (and their info strings) dropped, their contents kept as
+    they are; outside them HTML comments, list items' marks ("1." too) and link definitions dropped,
+    inline syntax out (``_inline``)."""
     lines = markdown.splitlines()
-    kept = [line if fenced else _LIST_MARK.sub("", line) for line, fenced in zip(lines, _fenced(lines), strict=True)
-            if not (fenced and _FENCE.match(line))]
-    return _inline(_LINK_DEF.sub("", "\n".join(kept)))
+    out: list[str] = []
+    run: list[str] = []
+    for line, fenced in [*zip(lines, _fenced(lines), strict=True), ("", True)]:
+        if not fenced:
+            run.append(line)
+            continue
+        if run:
+            text = _COMMENT.sub("", "\n".join(run))
+            out.append(_inline(_LINK_DEF.sub("", "\n".join(_LIST_MARK.sub("", x) for x in text.splitlines()))))
+            run = []
+        if not _FENCE.match(line):
+            out.append(line)
+    return "\n".join(out)
+
+
+def measures_of(markdown: str) -> set[str] | None:
+    """The measures a reference supports, where its first line says so (``<!-- measures: headings,
+    cells -->``: a reference of facts, e.g. only a document's headings); None: all of them."""
+    match = _MEASURES.match(markdown)
+    return {m.strip() for m in match.group(1).split(",")} if match else None
 
 
 def reference_headings(markdown: str) -> list[str]:
@@ -107,8 +149,8 @@ def reference_headings(markdown: str) -> list[str]:
     out = []
     for line, fenced in zip(lines, _fenced(lines), strict=True):
         match = None if fenced else _HEADING.match(line)
-        if match and normal(match.group(2) or ""):
-            out.append(normal(match.group(2) or ""))
+        if match and heading(match.group(2) or ""):
+            out.append(heading(match.group(2) or ""))
     return out
 
 
@@ -191,17 +233,17 @@ def component_text(comp: Any) -> str:
 def section_names(page: Any) -> set[str]:
     """Where laminae keeps a heading: a section path entry, the title, or (a heading with nothing
     under it) a paragraph of the heading's text alone."""
-    names = {normal(h) for comp in page.components for h in comp.section_path or []}
-    names |= {normal(c.text) for c in page.components if c.kind == "paragraph" and len(c.text) <= 300}
+    names = {heading(h, False) for comp in page.components for h in comp.section_path or []}
+    names |= {heading(c.text, False) for c in page.components if c.kind == "paragraph" and len(c.text) <= 300}
     if page.title:
-        names.add(normal(page.title))
+        names.add(heading(page.title, False))
     return names - {""}
 
 
 def page_text(page: Any) -> str:
     """laminae's text of a page (see the module docstring), blocks one blank line apart."""
-    headings = {normal(h) for comp in page.components for h in comp.section_path or []}
-    parts = [page.title] if page.title and normal(page.title) not in headings else []
+    headings = {normal(h, False) for comp in page.components for h in comp.section_path or []}
+    parts = [page.title] if page.title and normal(page.title, False) not in headings else []
     previous: list[str] = []
     for comp in page.components:
         path = list(comp.section_path or [])
@@ -236,12 +278,14 @@ def lcs_length(a: Sequence[object], b: Sequence[object]) -> int:
 
 
 def _cells(table: Table | Any) -> Counter[str]:
+    """A table's normalised non-empty cells (a reference ``Table``'s read as Markdown)."""
     cells = [*(table.header or []), *(c for row in table.rows or [] for c in row)]
-    return Counter(n for n in map(normal, cells) if n)
+    markdown = isinstance(table, Table)
+    return Counter(n for n in (normal(c, markdown) for c in cells) if n)
 
 
-def _header(cells: Iterable[str] | None) -> list[str]:
-    out = [normal(c) for c in cells or []]
+def _header(cells: Iterable[str] | None, markdown: bool) -> list[str]:
+    out = [normal(c, markdown) for c in cells or []]
     return [] if not any(out) else out
 
 
@@ -333,8 +377,29 @@ def score(page: Any | None, reference: str) -> Score:
                 best, best_found = comp, shared
         if best is not None and best_found > 0:
             out.cells_found += best_found
-            out.headers_agree += _header(best.header) == _header(table.header)
+            out.headers_agree += _header(best.header, False) == _header(table.header, True)
     names = section_names(page)
     out.missed_headings = [h for h in headings if h not in names]
     out.headings_found = len(headings) - len(out.missed_headings)
+    return out
+
+
+_COUNTS = {"words": ("ref_words", "found", "in_order", "words"), "cells": ("ref_cells", "cells_found"),
+           "headers": ("ref_tables", "headers_agree"), "headings": ("ref_headings", "headings_found")}
+
+
+def restrict(counts: Score, keep: set[str]) -> Score:
+    """``counts`` with only the measures in ``keep`` (words stands for in order and precision too)."""
+    unknown = keep - set(_COUNTS)
+    if unknown:
+        raise ValueError(f"unknown measures {sorted(unknown)}: a reference may name {sorted(_COUNTS)}")
+    out = Score(**asdict(counts))
+    for measure, names in _COUNTS.items():
+        if measure not in keep:
+            for name in names:
+                setattr(out, name, 0)
+            if measure == "words":
+                out.missed = []
+            if measure == "headings":
+                out.missed_headings = []
     return out

@@ -3,6 +3,7 @@ when, what it measures is lost; the reference's tables, headings and pictures ar
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from pathlib import Path
@@ -10,14 +11,17 @@ from pathlib import Path
 import pytest
 
 from bench import fidelity
+from bench.fidelity_real import docbook_markdown
 from bench.fidelity_score import (
     Score,
     lcs_length,
+    measures_of,
     normal,
     reference_headings,
     reference_images,
     reference_tables,
     reference_text,
+    restrict,
     score,
     split_row,
     words,
@@ -209,3 +213,44 @@ def test_the_bench_scores_a_folder_and_a_file_that_fails_to_parse_scores_zero(tm
     assert records["empty.html"]["shares"]["words"] == 0.0 and records["empty.html"]["error"]
     printed = capsys.readouterr().out
     assert "## failed (scored 0)" in printed and "empty.html" in printed
+
+
+def test_code_spans_bind_before_links_and_laminae_text_is_read_as_plain_text():
+    md = "## `f([a][, b])`\n\nSee [`g()`][`h()`] and `x[y](z)`, not [the guide](http://example.org).\n"
+    assert words(reference_text(md)) == ["f", "a", "b", "see", "g", "and", "x", "y", "z", "not", "the", "guide"]
+    p = ParsedPage("file:///a.md", "", None, None,
+                   [Component("paragraph", "See g() and x[y](z), not the guide.", ["f([a][, b])"])])
+    assert score(p, md).shares() == {"words": 1.0, "in_order": 1.0, "precision": 1.0, "cells": None,
+                                     "headers": None, "headings": 1.0}
+
+
+def test_a_reference_of_facts_scores_only_the_measures_it_names():
+    facts = "<!-- measures: headings -->\n\n# Introduction\n\n## 2.1. Directory layout\n"
+    assert measures_of(facts) == {"headings"} and measures_of(REFERENCE) is None
+    p = ParsedPage("file:///m.pdf", "", None, None,
+                   [Component("paragraph", "Many programs use the MIME system.", ["1 Introduction", "Layout"])])
+    s = restrict(score(p, facts), {"headings"})
+    assert s.shares() == {"words": None, "in_order": None, "precision": None, "cells": None, "headers": None,
+                          "headings": 0.5}
+    assert s.missed_headings == ["directory layout"]
+    with pytest.raises(ValueError, match="unknown measures"):
+        restrict(s, {"heading"})
+
+
+def test_docbook_source_becomes_a_markdown_reference(tmp_path: Path):
+    source = tmp_path / "spec.xml.gz"
+    source.write_bytes(gzip.compress(b"""<?xml version="1.0"?>
+<!DOCTYPE article [<!ENTITY version "0.21">]>
+<article><articleinfo><title>Spec</title><date>2 October 2018</date></articleinfo>
+<sect1><title>Files</title><para>Version &version; of <filename>&lt;MIME&gt;/globs</filename><citation>RFC</citation>:
+<itemizedlist><listitem><para>first</para></listitem></itemizedlist>and after.</para>
+<informaltable><tgroup cols="2"><thead><row><entry>Part</entry><entry>Meaning</entry></row></thead>
+<tbody><row><entry>a|b</entry><entry>c</entry></row></tbody></tgroup></informaltable>
+<sect2><title>Listing</title><programlisting><![CDATA[<x a="1"/>]]></programlisting></sect2></sect1></article>"""))
+    md = docbook_markdown(source)
+    assert reference_headings(md) == ["spec", "files", "listing"]
+    assert words(reference_text(md)) == ["spec", "2", "october", "2018", "files", "version", "0", "21", "of", "mime",
+                                         "globs", "rfc", "first", "and", "after", "part", "meaning", "a", "b", "c",
+                                         "listing", "x", "a", "1"]
+    assert [(t.header, t.rows) for t in reference_tables(md)] == [(["Part", "Meaning"], [["a|b", "c"]])]
+    assert "2018" not in docbook_markdown(source, ("date",)) and "Part" not in docbook_markdown(source, ("informaltable",))
