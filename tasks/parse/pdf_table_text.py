@@ -10,16 +10,25 @@ the rules inside). Whether a candidate is a table at all is ``pdf_tables.table_s
 from __future__ import annotations
 
 import re
-from collections.abc import Container
 from dataclasses import dataclass, field
 from statistics import median
+from typing import Protocol
 
+NUMBER = re.compile(r"^[-+]?[\d.,%]+$|^[ivxlcdm]{1,6}$")
 LEADER = re.compile(r"^[.·…‥_]{3,}$")  # one word of leader dots
 DOT = re.compile(r"^[.·…‥_]{1,2}$")  # a leader written as spaced dots: ". . . ."
-GAP = 0.9  # a gap wider than this many line heights between words separates two cells
+GAP = 0.6  # a gap wider than this many line heights between words separates two cells
 MAX_LINE_GAP = 1.6  # a white space taller than this many line heights ends a table
 PROSE_CELL, PROSE_WORDS = 40, 5  # a column whose median cell is longer is a column of prose
 MAX_LINES = 4000  # a page with more text lines than this is not searched for aligned columns
+
+
+class Fonts(Protocol):
+    """Which of a page's words are set in a bold or a monospaced font."""
+
+    def bold(self, word: tuple) -> bool: ...
+
+    def mono(self, word: tuple) -> bool: ...
 
 
 @dataclass
@@ -27,18 +36,9 @@ class _Line:
     words: list[tuple]
     segments: list[list[tuple]] = field(default_factory=list)
     leader: bool = False
-
-    @property
-    def y0(self) -> float:
-        return min(w[1] for w in self.words)
-
-    @property
-    def y1(self) -> float:
-        return max(w[3] for w in self.words)
-
-    @property
-    def height(self) -> float:
-        return median(w[3] - w[1] for w in self.words)
+    y0: float = 0.0
+    y1: float = 0.0
+    height: float = 0.0
 
 
 @dataclass
@@ -50,7 +50,7 @@ class TextTable:
     bounds: list[tuple[float, float]]
     bold: list[bool]
     rules: list[float]
-    leaders: bool = False  # a contents table: its first entry is never taken for a header
+    leaders: list[bool]  # rows that ran to their last cell along a dot leader (contents entries)
 
 
 def _lines(words: list) -> list[_Line]:
@@ -65,6 +65,8 @@ def _lines(words: list) -> list[_Line]:
             lines.append(_Line([w]))
     for line in lines:
         line.words.sort(key=lambda w: w[0])
+        line.y0, line.y1 = min(w[1] for w in line.words), max(w[3] for w in line.words)
+        line.height = median(w[3] - w[1] for w in line.words)
         gap = GAP * line.height
         dots = [bool(LEADER.match(w[4])) for w in line.words]
         for i in range(len(line.words) - 2):  # spaced dots count as a leader when three follow one another
@@ -81,7 +83,7 @@ def _lines(words: list) -> list[_Line]:
                 current.append(w)
         if current:
             line.segments.append(current)
-    return lines
+    return [line for line in lines if line.segments]
 
 
 def _columns(lines: list[_Line]) -> list[float]:
@@ -117,31 +119,36 @@ def _runs(lines: list[_Line]) -> list[list[_Line]]:
     not start at the run's left edge (a wrapped cell of a later column)."""
     runs: list[list[_Line]] = []
     run: list[_Line] = []
+    left, leaders = 0.0, False
     for line in lines:
-        near = run and line.y0 - run[-1].y1 <= MAX_LINE_GAP * max(line.height, run[-1].height)
-        wrapped = run and line.segments[0][0][0] > min(ln.words[0][0] for ln in run) + 2 * line.height
+        limit = (3 if line.leader and leaders else MAX_LINE_GAP) * max(line.height, run[-1].height) if run else 0
+        near = run and line.y0 - run[-1].y1 <= limit  # contents entries may stand farther apart
+        wrapped = run and line.segments[0][0][0] > left + 2 * line.height
         if near and (_is_row(line) or wrapped):
             run.append(line)
+            left = min(left, line.words[0][0])
+            leaders = leaders or line.leader
         else:
             if run:
                 runs.append(run)
             run = [line] if _is_row(line) else []
+            left, leaders = line.words[0][0], line.leader
     if run:
         runs.append(run)
     return [r[:max(i for i, ln in enumerate(r) if _is_row(ln)) + 1] for r in runs if sum(map(_is_row, r)) >= 2]
 
 
-def aligned_tables(words: list, rules: list[tuple[float, float, float]], bold: Container[int], min_rows: int,
+def aligned_tables(words: list, rules: list[tuple[float, float, float]], fonts: Fonts, min_rows: int,
                    need_rules: bool = False) -> list[TextTable]:
-    """Tables of aligned words; ``rules`` are the page's horizontal rules ``(y, x0, x1)``, ``bold``
-    holds the ``id()`` of each bold word. A table with a rule across it (above, inside or under
-    it) needs two rows, one without ``min_rows``, or is dropped when ``need_rules``."""
+    """Tables of aligned words; ``rules`` are the page's horizontal rules ``(y, x0, x1)``. A table
+    with a rule across it (above, inside or under it) needs two rows, one without ``min_rows``, or
+    is dropped when ``need_rules``; one without a rule, all in a monospaced font, is code."""
     lines = _lines(words)
     if len(lines) > MAX_LINES:
         return []
     out: list[TextTable] = []
     for run in _runs(lines):
-        out += _read(run, rules, bold, 2 if need_rules else min_rows, need_rules, peel=2)
+        out += _read(run, rules, fonts, 2 if need_rules else min_rows, need_rules, peel=2)
     return out
 
 
@@ -155,18 +162,30 @@ def _running_text(cells: list[str]) -> bool:
     return sum(1 for c in filled[1:] if c[0].islower()) >= len(filled[1:]) / 2
 
 
-def _read(run: list[_Line], rules: list[tuple[float, float, float]], bold: Container[int], min_rows: int,
+def _read(run: list[_Line], rules: list[tuple[float, float, float]], fonts: Fonts, min_rows: int,
           need_rules: bool, peel: int) -> list[TextTable]:
     """The table a run of lines holds; a first or last column of prose (the text of a page column
     beside the table) is peeled off and the rest read again, ``peel`` times at most."""
     cuts = _columns(run)
     if not cuts:
         return []
-    rows = _rows(run, cuts, bold)
+    crossing = [i for i, ln in enumerate(run) if len(ln.segments) == 1 and len(ln.words) >= PROSE_WORDS
+                and any(ln.words[0][0] < c < ln.words[-1][2] for c in cuts)]
+    if crossing and peel:  # a line of prose across the gutters: what is above and below it are apart
+        parts = [run[a + 1:b] for a, b in zip([-1, *crossing], [*crossing, len(run)], strict=True)]
+        return [t for part in parts for r in _runs(part) for t in _read(r, rules, fonts, min_rows, need_rules, peel - 1)]
+    rows = _rows(run, cuts, fonts)
+    kinds = [all(NUMBER.match(r[0][j]) for r in rows[1:] if r[0][j]) for j in range(len(cuts) + 1)]
+    half = len(kinds) // 2
+    if peel and half >= 2 and any(kinds) and kinds[:half] == kinds[half:]:  # (entry, page) twice: an index set in two columns
+        parts = [[w for ln in run for w in ln.words if ((w[0] + w[2]) / 2 < cuts[half - 1]) == left]
+                 for left in (True, False)]
+        return [t for part in parts for r in _runs(_lines(part)) for t in _read(r, rules, fonts, min_rows,
+                                                                                   need_rules, peel - 1)]
     for edge, keep in ((-1, lambda cx: cx < cuts[-1]), (0, lambda cx: cx > cuts[0])):
         if peel and _running_text([r[0][edge] for r in rows]):
             rest = [w for ln in run for w in ln.words if keep((w[0] + w[2]) / 2)]
-            return [t for r in _runs(_lines(rest)) for t in _read(r, rules, bold, min_rows, need_rules, peel - 1)]
+            return [t for r in _runs(_lines(rest)) for t in _read(r, rules, fonts, min_rows, need_rules, peel - 1)]
     x0 = min(w[0] for ln in run for w in ln.words)
     x1 = max(w[2] for ln in run for w in ln.words)
     y0, y1 = run[0].y0, run[-1].y1
@@ -175,26 +194,34 @@ def _read(run: list[_Line], rules: list[tuple[float, float, float]], bold: Conta
               and y0 - 1.5 * h <= y <= y1 + 1.5 * h]
     if len(rows) < (2 if across else min_rows) or (need_rules and not across):
         return []
+    if not across and all(fonts.mono(w) for ln in run for w in ln.words):
+        return []
     top = min(across + [y0]) if across else y0
     bottom = max(across + [y1]) if across else y1
     inside = sorted(y for y in across if rows[0][1][0] < y < rows[-1][1][1])
     return [TextTable((x0, top, x1, bottom), [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                      inside, leaders=sum(ln.leader for ln in run) >= 2)]
+                      inside, [r[3] for r in rows])]
 
 
-def _rows(run: list[_Line], cuts: list[float], bold: Container[int]) -> list[tuple[list[str], tuple[float, float], bool]]:
-    """Each line's words placed in columns by their centre; a line whose first cell is empty and that
-    fills a single cell is the wrapped rest of the row above, joined to it."""
-    rows: list[tuple[list[str], tuple[float, float], bool]] = []
+def _rows(run: list[_Line], cuts: list[float], fonts: Fonts) -> list[tuple[list[str], tuple[float, float], bool, bool]]:
+    """Each line's words placed in columns by their centre (with whether it is bold throughout and
+    ran along a leader: a leader's own dots are left out, and any run into the entry before it);
+    a line whose first cell is empty and that fills a single cell is the wrapped rest of the row
+    above, joined to it."""
+    rows: list[tuple[list[str], tuple[float, float], bool, bool]] = []
     for line in run:
         cells: list[list[str]] = [[] for _ in range(len(cuts) + 1)]
         for w in (w for s in line.segments for w in s):
             cells[sum(1 for c in cuts if c < (w[0] + w[2]) / 2)].append(w[4])
         texts = [" ".join(c) for c in cells]
-        is_bold = all(id(w) in bold for s in line.segments for w in s)
+        if line.leader:
+            last = max(i for i, t in enumerate(texts) if t)
+            texts = [t.rstrip(" .·…") if i < last else t for i, t in enumerate(texts)]
+        bold = all(fonts.bold(w) for s in line.segments for w in s)
         if rows and not texts[0] and sum(1 for t in texts if t) == 1:
-            above, (top, _), was_bold = rows[-1]
-            rows[-1] = ([f"{a} {t}".strip() for a, t in zip(above, texts, strict=True)], (top, line.y1), was_bold)
+            above, (top, _), was_bold, leader = rows[-1]
+            rows[-1] = ([f"{a} {t}".strip() for a, t in zip(above, texts, strict=True)], (top, line.y1), was_bold,
+                        leader or line.leader)
         else:
-            rows.append((texts, (line.y0, line.y1), is_bold))
+            rows.append((texts, (line.y0, line.y1), bold, line.leader))
     return rows

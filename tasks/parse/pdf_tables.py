@@ -14,23 +14,20 @@ over either loses only those tables, with a warning.
 from __future__ import annotations
 
 import re
-import signal
-import threading
-import time
 from bisect import bisect_right
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from statistics import median
 
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.document import Component
-from laminae.tasks.parse.isolated import in_worker
-from laminae.tasks.parse.pdf_blocks import Block, Words, cell_text, page_list, within, words_in
+from laminae.tasks.parse.pdf_blocks import Block, Words, cell_text, within, words_in
+from laminae.tasks.parse.pdf_table_budget import TableBudget
 from laminae.tasks.parse.pdf_table_text import PROSE_CELL, PROSE_WORDS, aligned_tables
 
 NUMBER = re.compile(r"^[-+]?[\d.,% ]+$")
 SNAP = 3.0  # points: strokes closer than this are one line; thinner boxes are lines (as find_tables)
 MAX_RULES = 2000  # more vector boxes than this (a chart or a drawing): leave the page to find_tables
+MONO = re.compile(r"mono|nimbusmon|courier|consol|typewriter|cmtt|code|menlo|lucidasanstype")  # font names
 LEFT = "\x00"  # a cell covered by the merged cell on its left (find_tables gives None)
 LIST_MARK = re.compile(r"^(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)]|[•●○◦▪■□‣⁃–—*-])$")
 
@@ -153,72 +150,6 @@ def around(boxes: list[tuple]) -> tuple[float, float, float, float]:
             max(b[2] for b in boxes) + 4, max(b[3] for b in boxes) + 4)
 
 
-class _OverBudget(BaseException):  # not Exception: find_tables catches those and returns None
-    """Raised by the alarm when find_tables runs past its time on a page."""
-
-
-@contextmanager
-def _alarm(seconds: float):
-    """Raise ``_OverBudget`` in the block after ``seconds``: only in a worker process's main thread
-    (the flow's own process keeps its signals; there the deadline is the document's budget alone)."""
-    if not in_worker() or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def ring(signum, frame):
-        raise _OverBudget
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-class TableBudget:
-    """The seconds ``find_tables`` may take on a page and in the whole document, and the pages that
-    lost their tables to them (their text is kept)."""
-
-    def __init__(self, cfg: ParseConfig) -> None:
-        self.page_s, self.left = cfg.pdf_table_timeout_s, cfg.pdf_tables_budget_s
-        self.budget_s = cfg.pdf_tables_budget_s
-        self.timed_out: list[int] = []
-        self.skipped: list[int] = []
-
-    def find(self, page, number: int, area: tuple, **settings) -> list:
-        """``find_tables``' tables over ``area``, or none when the page's or the document's time runs out."""
-        import pymupdf
-
-        if self.left <= 0:
-            self.skipped.append(number)
-            return []
-        limit = min(self.page_s, self.left)
-        start = time.perf_counter()
-        try:
-            with _alarm(limit):
-                finder = page.find_tables(clip=pymupdf.Rect(area), use_layout=False, **settings)
-        except _OverBudget:
-            (self.timed_out if limit == self.page_s else self.skipped).append(number)
-            return []
-        finally:
-            self.left -= time.perf_counter() - start
-        return finder.tables if finder is not None else []  # None: find_tables failed (and logged it)
-
-    def warnings(self) -> list[str]:
-        out = []
-        if self.timed_out:
-            out.append(f"tables_timeout: pages {page_list(self.timed_out)}: finding their tables took longer than "
-                       f"{self.page_s:g} s a page (LAMINAE_PARSE__PDF_TABLE_TIMEOUT_S); their text is kept, the "
-                       "tables pymupdf's find_tables would have read are not")
-        if self.skipped:
-            out.append(f"tables_skipped: pages {page_list(self.skipped)}: the PDF's table-finding budget of "
-                       f"{self.budget_s:g} s (LAMINAE_PARSE__PDF_TABLES_BUDGET_S) was spent; their text is kept, "
-                       "the tables pymupdf's find_tables would have read are not")
-        return out
-
-
 @dataclass
 class _Found:
     """A table read from the page before its header is chosen: cells (``LEFT`` where a merged cell
@@ -229,48 +160,70 @@ class _Found:
     bounds: list[tuple[float, float]]
     bold: list[bool] = field(default_factory=list)
     rules: list[float] = field(default_factory=list)
-    leaders: bool = False
+    leaders: list[bool] = field(default_factory=list)
 
 
-class _Bold:
-    """``id()`` of a page's bold words, found on first use (a second pass over the page's spans)."""
+class _Fonts:
+    """Which of a page's words are bold or monospaced, found on first use (a second pass over the
+    page's spans, from the words' own text page)."""
 
     def __init__(self, page, words: Words) -> None:
-        self.page, self.words, self.ids = page, words, None
+        self.page, self.words = page, words
+        self.ids: tuple[set[int], set[int]] | None = None
 
-    def __contains__(self, key: int) -> bool:
-        if self.ids is None:
-            buckets: dict[int, list] = {}
-            for block in self.page.get_text("dict", textpage=self.words.textpage)["blocks"]:
-                for line in block.get("lines", ()):
-                    for span in line["spans"]:
-                        if span["flags"] & 16 or "bold" in span["font"].lower():
-                            for k in range(int(span["bbox"][1] // 20), int(span["bbox"][3] // 20) + 1):
-                                buckets.setdefault(k, []).append(span["bbox"])
-            self.ids = {id(w) for w in self.words()
-                        if any(within(w, b, 0.5) for b in buckets.get(int((w[1] + w[3]) / 40), ()))}
-        return key in self.ids
+    def _read(self) -> tuple[set[int], set[int]]:
+        buckets: dict[int, list] = {}
+        for block in self.page.get_text("dict", textpage=self.words.textpage)["blocks"]:
+            for line in block.get("lines", ()):
+                for span in line["spans"]:
+                    font = span["font"].lower()
+                    style = (bool(span["flags"] & 16 or "bold" in font), bool(span["flags"] & 8 or MONO.search(font)))
+                    if any(style):
+                        for k in range(int(span["bbox"][1] // 20), int(span["bbox"][3] // 20) + 1):
+                            buckets.setdefault(k, []).append((span["bbox"], style))
+        bold: set[int] = set()
+        mono: set[int] = set()
+        for w in self.words():
+            for box, (is_bold, is_mono) in buckets.get(int((w[1] + w[3]) / 40), ()):
+                if within(w, box, 0.5):
+                    if is_bold:
+                        bold.add(id(w))
+                    if is_mono:
+                        mono.add(id(w))
+        return bold, mono
+
+    def bold(self, word: tuple) -> bool:
+        self.ids = self.ids or self._read()
+        return id(word) in self.ids[0]
+
+    def mono(self, word: tuple) -> bool:
+        self.ids = self.ids or self._read()
+        return id(word) in self.ids[1]
 
 
 def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget: TableBudget, cfg: ParseConfig,
                      regions: list[tuple[float, float, float, float]] | None = None) -> list[Block]:
     """The page's tables: ruled grids, other ruling by ``find_tables`` (within ``budget``), then
     aligned words outside them. ``regions`` (the layout model's table boxes, when it ran) admit
-    aligned words with two rows and no rule; outside them a rule-less table is not trusted.
-    None when ``cfg.pdf_tables`` is off."""
+    aligned words with two rows and no rule, and where their words do not align in wide gutters
+    ``find_tables`` reads them by its text strategy; outside them a rule-less table is not
+    trusted. No table when ``cfg.pdf_tables`` is off."""
     if not cfg.pdf_tables:
         return []
-    bold = _Bold(page, words)
-    found = _ruled(page, number, *table_areas(rules), words, budget, bold)
+    fonts = _Fonts(page, words)
+    found = _ruled(page, number, *table_areas(rules), words, budget)
     free = [w for w in words() if not any(within(w, f.bbox) for f in found)]
     hrules = _horizontal_rules(rules)
-    if regions is not None:
-        for region in regions:
-            box = (region[0] - 4, region[1] - 4, region[2] + 4, region[3] + 4)
-            inside = [w for w in free if within(w, box, 0)]
-            found += [_from_text(t) for t in aligned_tables(inside, hrules, bold, min_rows=2)]
-            free = [w for w in free if not within(w, box, 0)]
-    found += [_from_text(t) for t in aligned_tables(free, hrules, bold, min_rows=3, need_rules=regions is not None)]
+    for region in regions or []:
+        box = (region[0] - 4, region[1] - 4, region[2] + 4, region[3] + 4)
+        inside = [w for w in free if within(w, box, 0)]
+        texts = [_from_text(t) for t in aligned_tables(inside, hrules, fonts, min_rows=2)]
+        if inside and not texts:
+            texts = [_from_finder(tab, words()) for tab in budget.find(page, number, box, strategy="text")]
+        found += texts
+        free = [w for w in free if not within(w, box, 0)]
+    found += [_from_text(t) for t in aligned_tables(free, hrules, fonts, min_rows=3, need_rules=regions is not None)]
+    _mark_bold(found, words, fonts)
     found.sort(key=lambda f: (f.bbox[1], f.bbox[0]))
     return [block for f in found if table_shape(f.rows) is None
             and (block := _table_block(number, f.bbox, f.rows, f.bounds, _header_rows(f))) is not None]
@@ -285,8 +238,8 @@ def _horizontal_rules(rules: list[tuple]) -> list[tuple[float, float, float]]:
     return [((y0 + y1) / 2, x0, x1) for x0, y0, x1, y1, _, rect in rules if rect and y1 - y0 <= SNAP < x1 - x0]
 
 
-def _ruled(page, number: int, grids: list[_Grid], area: tuple | None, words: Words, budget: TableBudget,
-           bold: _Bold) -> list[_Found]:
+def _ruled(page, number: int, grids: list[_Grid], area: tuple | None, words: Words,
+           budget: TableBudget) -> list[_Found]:
     """Tables drawn with horizontal and vertical strokes (``table_areas``): regular grids read from
     the words, the rest by ``find_tables`` over ``area``."""
     found = []
@@ -294,23 +247,33 @@ def _ruled(page, number: int, grids: list[_Grid], area: tuple | None, words: Wor
         rows = _grid_rows(g, words())
         found.append(_Found(g.bbox, [cells for cells, _ in rows], [b for _, b in rows]))
     for tab in budget.find(page, number, area) if area else []:
-        if any(within(tab.bbox, g.bbox) for g in grids):
-            continue  # a regular grid inside the area, read above
-        inside = words_in(words(), tab.bbox)
-        rows = []
-        for row in tab.rows:
-            cells = []
-            for j, c in enumerate(row.cells):
-                left = next((k for k in range(j - 1, -1, -1) if row.cells[k]), None)
-                spans = c is None and left is not None and row.cells[left][2] > _column_x(tab, j)
-                cells.append(cell_text(inside, c) if c else LEFT if spans else "")
-            rows.append(cells)
-        found.append(_Found(tuple(tab.bbox), rows, [(r.bbox[1], r.bbox[3]) for r in tab.rows]))
-    for f in found:
-        x0, _, x1, _ = f.bbox
-        f.bold = [all(id(w) in bold for w in row) if row else False
-                  for row in (words_in(words(), (x0, top, x1, bottom)) for top, bottom in f.bounds)]
+        if not any(within(tab.bbox, g.bbox) for g in grids):  # a regular grid inside the area is read above
+            found.append(_from_finder(tab, words()))
     return [f for f in found if f.rows]
+
+
+def _from_finder(tab, words: list) -> _Found:
+    """A ``find_tables`` table's cells read from the page's words (its own ``extract`` garbles
+    numbers such as "2,102,650"); a cell covered by a merged one on its left is ``LEFT``."""
+    inside = words_in(words, tab.bbox)
+    rows = []
+    for row in tab.rows:
+        cells = []
+        for j, c in enumerate(row.cells):
+            left = next((k for k in range(j - 1, -1, -1) if row.cells[k]), None)
+            spans = c is None and left is not None and row.cells[left][2] > _column_x(tab, j)
+            cells.append(cell_text(inside, c) if c else LEFT if spans else "")
+        rows.append(cells)
+    return _Found(tuple(tab.bbox), rows, [(r.bbox[1], r.bbox[3]) for r in tab.rows])
+
+
+def _mark_bold(found: list[_Found], words: Words, fonts: _Fonts) -> None:
+    """Which rows of ruled tables are bold throughout (aligned words know it already)."""
+    for f in found:
+        if not f.bold:
+            x0, _, x1, _ = f.bbox
+            f.bold = [all(fonts.bold(w) for w in row) if row else False
+                      for row in (words_in(words(), (x0, top, x1, bottom)) for top, bottom in f.bounds)]
 
 
 def _column_x(tab, j: int) -> float:
@@ -324,8 +287,8 @@ def _column_x(tab, j: int) -> float:
 def read_tables(page, number: int, grids: list[_Grid], area: tuple | None, words: Words,
                 budget: TableBudget) -> list[Block]:
     """Ruled tables only: the page parser's call until it calls ``find_page_tables``."""
-    found = sorted(_ruled(page, number, grids, area, words, budget, _Bold(page, words)),
-                   key=lambda f: (f.bbox[1], f.bbox[0]))
+    found = sorted(_ruled(page, number, grids, area, words, budget), key=lambda f: (f.bbox[1], f.bbox[0]))
+    _mark_bold(found, words, _Fonts(page, words))
     return [block for f in found if table_shape(f.rows) is None
             and (block := _table_block(number, f.bbox, f.rows, f.bounds, _header_rows(f))) is not None]
 
@@ -365,10 +328,12 @@ def table_shape(rows: list[list[str]]) -> str | None:
 
 
 def _header_rows(f: _Found) -> int:
-    """How many leading rows are the header: the bold ones (at most three, not all), else the rows
-    above the first rule when rules do not part every row, else the first row unless it holds
-    numbers or is a contents entry."""
+    """How many leading rows are the header: in a contents table the rows above the first entry
+    run along a leader; else the bold ones (at most three, not all), else the rows above the first
+    rule when rules do not part every row, else the first row unless it holds numbers."""
     n = len(f.rows)
+    if sum(f.leaders) >= 2:
+        return min(f.leaders.index(True), 3)
     k = 0
     while k < min(n - 1, 3) and f.bold[k]:
         k += 1
@@ -378,7 +343,7 @@ def _header_rows(f: _Found) -> int:
     if parted and len(parted) < n - 1 and parted[0] < 3:
         return parted[0] + 1
     first = [c for c in f.rows[0] if c and c != LEFT]
-    return 0 if f.leaders or not first or any(NUMBER.match(c) for c in first) else 1
+    return 0 if not first or any(NUMBER.match(c) for c in first) else 1
 
 
 def _merge_header(rows: list[list[str]]) -> list[str]:

@@ -21,9 +21,8 @@ AFTER = "Counts were rounded to the nearest whole unit before they were publishe
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
     """A GFM pipe table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                      *("| " + " | ".join(row) + " |" for row in rows)])
 
 
 class _Page:
@@ -112,16 +111,13 @@ def booktabs() -> tuple[bytes, str]:
             ["Avocet", "Scrape", "7", "shallow scrape"]]
     xs, top = [LEFT + 4, 170.0, 260.0, 360.0], p.y
     p.line(top, width=1.0)
-    p.text(xs[0], top + 13, header[0], bold=True)
-    p.text(xs[1], top + 13, header[1], bold=True)
-    p.text(xs[2] + 60, top + 13, header[2], bold=True, right=True)
-    p.text(xs[3], top + 13, header[3], bold=True)
+    for j, cell in enumerate(header):
+        p.text(xs[j] + (60 if j == 2 else 0), top + 13, cell, bold=True, right=j == 2)
     p.line(top + 19)
     y = top + 33
     for row in rows:
-        p.text(xs[0], y, row[0])
-        p.text(xs[1], y, row[1])
-        p.text(xs[2] + 60, y, row[2], right=True)
+        for j in range(3):
+            p.text(xs[j] + (60 if j == 2 else 0), y, row[j], right=j == 2)
         if len(row[3]) > 30:
             p.text(xs[3], y, "wet grassland and the margins")
             y += 11
@@ -189,11 +185,9 @@ def checkboxes() -> tuple[bytes, str]:
     for i, row in enumerate([header, *rows]):
         p.line(top + i * pitch, LEFT, 440)
         y = top + i * pitch + 14
-        p.text(xs[0], y, row[0], bold=i == 0)
-        p.text(xs[1], y, row[1], bold=i == 0)
-        if i == 0:
-            p.text(xs[2], y, row[2], bold=True)
-        else:
+        for j in range(2 + (i == 0)):
+            p.text(xs[j], y, row[j], bold=i == 0)
+        if i:
             writer.append((xs[2] + 6, y), row[2], font=font, fontsize=10)
     p.line(top + (len(rows) + 1) * pitch, LEFT, 440)
     writer.write_text(p.page)
@@ -216,13 +210,12 @@ def merged_header() -> tuple[bytes, str]:
     p.line(top + row_h, xs[1], xs[3])
     for i in range(2, len(rows) + 2):
         p.line(top + i * row_h, xs[0], xs[-1])
-    for x in (xs[1], xs[3]):
-        p.page.draw_line((x, top), (x, bottom), width=0.6)
-    p.page.draw_line((xs[2], top + row_h), (xs[2], bottom), width=0.6)
+    for x, y in ((xs[1], top), (xs[3], top), (xs[2], top + row_h)):
+        p.page.draw_line((x, y), (x, bottom), width=0.6)
     p.text(xs[0] + 4, top + 22, "Region", bold=True)
     p.text(xs[1] + 70, top + 13, "Population", bold=True)
-    p.text(xs[1] + 4, top + row_h + 13, "2020", bold=True)
-    p.text(xs[2] + 4, top + row_h + 13, "2024", bold=True)
+    for x, year in ((xs[1], "2020"), (xs[2], "2024")):
+        p.text(x + 4, top + row_h + 13, year, bold=True)
     p.text(xs[3] + 4, top + 22, "Area", bold=True)
     for i, row in enumerate(rows):
         for j, cell in enumerate(row):

@@ -122,3 +122,27 @@ def test_the_shape_rule_says_why_cells_are_not_a_table():
     assert table_shape([[prose, prose], [prose, prose]]) == "cells of prose"
     assert table_shape([["1.", "Publish the dues"], ["2.", "Ask the keepers"]]) == "a list"
     assert table_shape([["Day", "High"], ["Monday", "06:12"]]) is None
+
+
+def _aligned_page(rows: list[tuple[str, ...]], xs: tuple[float, ...], font: str = "helv"):
+    import pymupdf
+
+    page = pymupdf.open().new_page()
+    for i, row in enumerate(rows):
+        for x, cell in zip(xs, row, strict=True):
+            page.insert_text((x, 100 + 14 * i), cell, fontsize=9, fontname=font)
+    return page
+
+
+def test_aligned_lines_in_a_monospaced_font_are_code_not_a_table():
+    rows = [("4", "CARD32", "GLOB_OFFSET"), ("4", "CARD32", "MIME_TYPE_OFFSET"), ("4", "CARD32", "WEIGHT")]
+    assert len(_find(_aligned_page(rows, (120, 160, 220)))) == 1
+    assert _find(_aligned_page(rows, (120, 160, 220), font="cour")) == []
+
+
+def test_an_index_set_in_two_columns_is_two_tables_of_entries_and_pages():
+    rows = [("anchor", "3", "mooring", "12"), ("ballast", "7", "pilot", "15"), ("capstan", "9", "quay", "4"),
+            ("dredging", "11", "rudder", "8")]
+    blocks = _find(_aligned_page(rows, (56, 250, 320, 520)))
+    assert [b.component.rows for b in blocks] == [[list(r[:2]) for r in rows], [list(r[2:]) for r in rows]]
+    assert [b.component.header for b in blocks] == [None, None]  # a first row holding numbers is no header
