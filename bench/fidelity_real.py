@@ -164,8 +164,8 @@ class Real:
 
 
 def documents() -> list[Real]:
-    source = MIME / "shared-mime-info-spec.xml.gz"
-    out = [Real(MIME / "shared-mime-info-spec.pdf", lambda: docbook_markdown(source, PDF_LEFT_OUT), source)]
+    docbook = MIME / "shared-mime-info-spec.xml.gz"
+    out = [Real(MIME / "shared-mime-info-spec.pdf", lambda: docbook_markdown(docbook, PDF_LEFT_OUT), docbook)]
     for name in NODE_PAGES:
         source = NODE / f"{name}.md"
         out.append(Real(NODE / f"{name}.html", source.read_text, source))

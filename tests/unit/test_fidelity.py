@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,15 @@ def test_docbook_source_becomes_a_markdown_reference(tmp_path: Path):
                                          "listing", "x", "a", "1"]
     assert [(t.header, t.rows) for t in reference_tables(md)] == [(["Part", "Meaning"], [["a|b", "c"]])]
     assert "2018" not in docbook_markdown(source, ("date",)) and "Part" not in docbook_markdown(source, ("informaltable",))
+
+
+def test_another_checkout_is_imported_from_its_own_folders(tmp_path: Path):
+    repo = Path(__file__).resolve().parents[2]
+    for name in ("laminae", "tasks", "flows", "schemas"):
+        (tmp_path / name).symlink_to(repo / name, target_is_directory=True)
+    code = ("import sys; from pathlib import Path; from bench import fidelity; "
+            f"fidelity.use_checkout(Path({str(tmp_path)!r})); import laminae.tasks.parse.document as d; "
+            "print(d.__file__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path / "tasks" / "parse" / "document.py")
