@@ -12,7 +12,8 @@ the bytes and the file name, the URL its ``file://`` URL, default ParseConfig an
 and scored by ``bench/fidelity_score.py`` (its docstring defines every measure exactly): reference
 words found (pooled over a format's files, and the mean per file), the found words in order,
 precision, reference table cells found in the matched table, header rows agreeing, headings found
-as section names, pictures against the reference's figures, seconds (pages/s for PDFs). A file
+as section names, pictures against the reference's figures, seconds (pages/s for PDFs; a format's
+first file also pays for importing its parser and library, OCR's models included). A file
 whose parse raises (``ParseError``, or any exception: a crash) scores 0, its reason printed. The
 format of a file, for the per-format rows and the targets, is its extension's.
 

@@ -4,7 +4,7 @@ Reads a ``ParsedPage`` (any object with ``title`` and ``components``) and a refe
 nothing. ``score(page, reference)`` counts, for ``bench/fidelity.py``:
 
 - **words**: ``words(text)``: NFKC (ligatures such as "ﬁ" expanded), casefolded, soft hyphens and
-  zero-width characters removed, a hyphen at a line's end before a lower-case letter joined ("opera-\\n
+  zero-width characters removed, a hyphen between letters at a line's end joined ("opera-\\n
   tion" is "operation"), then runs of Unicode letters and digits (``[^\\W_]+``: underscores, like
   punctuation, split words). The reference's words are those of its text with Markdown's syntax
   taken out (``reference_text``: fence lines, list marks, link and image targets, link definitions,
@@ -313,37 +313,18 @@ class Score:
         counts = {k: v + getattr(other, k) for k, v in asdict(self).items() if isinstance(v, int)}
         return Score(**counts)
 
-    @staticmethod
-    def _share(part: int, whole: int) -> float | None:
-        return part / whole if whole else None
-
-    @property
-    def words_share(self) -> float | None:
-        return self._share(self.found, self.ref_words)
-
-    @property
-    def order_share(self) -> float | None:
-        return (self._share(self.in_order, self.found) or 0.0) if self.ref_words else None
-
-    @property
-    def precision(self) -> float | None:
-        return (self._share(self.found, self.words) or 0.0) if self.ref_words else None
-
-    @property
-    def cells_share(self) -> float | None:
-        return self._share(self.cells_found, self.ref_cells)
-
-    @property
-    def headers_share(self) -> float | None:
-        return self._share(self.headers_agree, self.ref_tables)
-
-    @property
-    def headings_share(self) -> float | None:
-        return self._share(self.headings_found, self.ref_headings)
-
     def shares(self) -> dict[str, float | None]:
-        return {"words": self.words_share, "in_order": self.order_share, "precision": self.precision,
-                "cells": self.cells_share, "headers": self.headers_share, "headings": self.headings_share}
+        """Each measure's share; None where the reference has nothing to measure (no table...). Where
+        the reference has words and laminae found none, in order and precision are 0."""
+        def share(part: int, whole: int) -> float | None:
+            return part / whole if whole else None
+
+        texts = self.ref_words > 0
+        return {"words": share(self.found, self.ref_words),
+                "in_order": (share(self.in_order, self.found) or 0.0) if texts else None,
+                "precision": (share(self.found, self.words) or 0.0) if texts else None,
+                "cells": share(self.cells_found, self.ref_cells), "headers": share(self.headers_agree, self.ref_tables),
+                "headings": share(self.headings_found, self.ref_headings)}
 
 
 def score(page: Any | None, reference: str) -> Score:
