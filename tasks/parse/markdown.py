@@ -11,9 +11,9 @@ title their caption, the URL resolved against the document's: a folder seed's re
 heading with nothing under it is a paragraph of its own. Links keep character offsets into their
 paragraph and are resolved against the document's URL without their fragment, so
 ``docs/other.md#part`` joins the repository's other page. Raw HTML blocks are read by the HTML
-parser, their components placed under the Markdown's section path. YAML (``---``) or TOML
-(``+++``) front matter is never body text: its ``title`` is the page's title, the rest
-``ParsedPage.meta``. Title: front matter's, else the first level-1 heading, else the file name.
+parser, their components placed under the Markdown's section path, their headings joining it
+(markdown_html.py). YAML (``---``) or TOML (``+++``) front matter is never body text: its
+``title`` is the page's title, the rest ``ParsedPage.meta`` (markdown_front.py). Title: front matter's, else the first level-1 heading, else the file name.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import tomllib
-from typing import Any
+from functools import cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -37,20 +36,16 @@ from laminae.tasks.parse.html import (
     MAX_COMPONENT_CHARS,
     TextBuilder,
     image_text_proxy,
-    parse_html,
 )
 from laminae.tasks.parse.html.code import _code_pieces
 from laminae.tasks.parse.html.text import SPLIT_TARGET_CHARS, split_paragraph
+from laminae.tasks.parse.markdown_front import TOML_FRONT, read_front_matter
+from laminae.tasks.parse.markdown_html import HtmlBlocks
 from laminae.tasks.parse.text import file_name
 
 UNPARSABLE = "unparsable_markdown"
 MAX_NESTING = 50  # lists and quotes deeper than this are cut by markdown-it (its CommonMark preset: 20)
 MAX_HEADING_CHARS = 600  # a longer heading is also a paragraph of its own, its section name cut
-MAX_FRONT_MATTER_CHARS = 65_536
-MAX_META_KEYS = 200
-MAX_META_CHARS = 2000  # a front matter value's characters kept
-MAX_META_DEPTH = 4
-_TOML_FRONT = re.compile(r"\A\+\+\+[ \t]*\r?\n(.*?)\r?\n\+\+\+[ \t]*(?:\r?\n|\Z)", re.S)
 _IMG_ATTR = re.compile(r"""\b(src|alt|title)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 
 
@@ -63,12 +58,13 @@ def parse_markdown(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, char
     return MarkdownReader(url, cfg).read(text, [warning] if warning else [])
 
 
+@cache
 def markdown_parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
     return md.use(front_matter_plugin).use(gfm_autolink_plugin)
 
 
-class MarkdownReader:
+class MarkdownReader(HtmlBlocks):
     """One read of one Markdown text: ``read()`` walks markdown-it's token stream."""
 
     def __init__(self, url: str, cfg: ParseConfig) -> None:
@@ -83,10 +79,22 @@ class MarkdownReader:
         self.title: str | None = None
         self.lang: str | None = None
 
+    def front_matter(self, source: str, syntax: str) -> bool:
+        """Front matter's title and language the page's, the rest ``meta``; False when it is no
+        mapping of keys (then it is body text)."""
+        front = read_front_matter(source, syntax)
+        if front is None:
+            return False
+        self.title = front.title or self.title
+        self.lang = front.lang or self.lang
+        self.meta.update(front.meta)
+        self.warnings.extend(front.warnings)
+        return True
+
     # -- the document ------------------------------------------------------------------------
     def read(self, text: str, warnings: list[str]) -> ParsedPage:
         self.warnings.extend(warnings)
-        toml = _TOML_FRONT.match(text)
+        toml = TOML_FRONT.match(text)
         if toml:
             text = text[toml.end():]
             self.front_matter(toml.group(1), "toml")
@@ -124,7 +132,11 @@ class MarkdownReader:
         tok = tokens[i]
         kind = tok.type
         if kind == "front_matter":
-            self.front_matter(tok.content, "yaml")
+            if not self.front_matter(tok.content, "yaml"):  # rules around prose: text after all
+                body = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(tok.content)
+                j = 0
+                while j < len(body):
+                    j = self.block(body, j)
         elif kind == "heading_open":
             text, _, _ = self.inline(tokens[i + 1])
             self.heading(int(tok.tag[1:]), text.strip())
@@ -146,7 +158,8 @@ class MarkdownReader:
             return end
         return i + 1  # block quotes open and close around blocks read as any other; rules say nothing
 
-    def heading(self, level: int, text: str) -> None:
+    def heading(self, level: int, text: str, *, bare: bool = True) -> None:
+        """A heading: the section of what follows; ``bare`` while nothing stands under it."""
         if not text:
             return
         if self.bare is not None and level <= self.bare[0]:
@@ -157,7 +170,7 @@ class MarkdownReader:
             self.emit(Component("paragraph", text, self.section_path()))
             text = text[:MAX_HEADING_CHARS].rsplit(" ", 1)[0] + " …"
         self.sections.append((level, text))
-        self.bare = (level, text)
+        self.bare = (level, text) if bare else None
         if level == 1 and self.first_h1 is None:
             self.first_h1 = text
 
@@ -273,19 +286,6 @@ class MarkdownReader:
             self.emit(image)
         return j + 1
 
-    def html(self, source: str) -> None:
-        """Raw HTML between Markdown blocks (a README's centred logo, a ``<details>``): its
-        components as the HTML parser reads them, under the Markdown's section path."""
-        try:
-            page = parse_html(source.encode("utf-8"), self.url, self.cfg)
-        except ParseError:
-            return  # nothing but white space, or no text at all
-        outer = self.section_path()
-        for comp in page.components:
-            comp.section_path = outer + comp.section_path
-            self.emit(comp)
-        self.warnings.extend(w for w in page.warnings if not w.startswith("navigation_only"))
-
     # -- inline content ----------------------------------------------------------------------
     def inline(self, token: Token) -> tuple[str, list[Link], list[Component]]:
         """An inline run's text (markup stripped, white space collapsed), its links with offsets
@@ -336,39 +336,6 @@ class MarkdownReader:
                          image_url=url, alt=alt.strip() or None, image_data=data, image_mime=mime)
 
     # -- front matter ------------------------------------------------------------------------
-    def front_matter(self, source: str, syntax: str) -> None:
-        """YAML or TOML front matter: its title the page's, the rest ``meta`` (flattened keys)."""
-        if len(source) > MAX_FRONT_MATTER_CHARS:
-            self.warnings.append(f"front_matter_cut: the front matter ({len(source):,} characters) is longer than "
-                                 f"{MAX_FRONT_MATTER_CHARS:,}; left out")
-            return
-        try:
-            if syntax == "toml":
-                data: Any = tomllib.loads(source)
-            else:
-                import yaml
-
-                data = yaml.safe_load(source)
-        except Exception as exc:  # noqa: BLE001 - YAML's and TOML's errors are many classes
-            self.warnings.append(f"front_matter_unreadable: {syntax.upper()}: {type(exc).__name__}: "
-                                 f"{str(exc)[:300]}")
-            return
-        if data is None:
-            return
-        if not isinstance(data, dict):
-            self.warnings.append(f"front_matter_unreadable: {syntax.upper()}: a {type(data).__name__}, not keys "
-                                 "and values")
-            return
-        flat: dict[str, str] = {}
-        _flatten(data, "", flat, 0)
-        title = flat.pop("title", "").strip()
-        if title:
-            self.title = title
-        self.lang = (flat.get("lang") or flat.get("language") or "").strip() or None
-        if len(flat) > MAX_META_KEYS:
-            self.warnings.append(f"front_matter_cut: {len(flat)} keys in the front matter, the first "
-                                 f"{MAX_META_KEYS} kept")
-        self.meta.update(dict(list(flat.items())[:MAX_META_KEYS]))
 
 
 def items_paragraph(items: list[tuple[str, list[Link]]], section_path: list[str]) -> Component:
@@ -380,42 +347,6 @@ def items_paragraph(items: list[tuple[str, list[Link]]], section_path: list[str]
         parts.append(text)
         pos += len(text) + 1
     return Component("paragraph", "\n".join(parts), section_path, links, segments=segments)
-
-
-def _flatten(value: Any, key: str, out: dict[str, str], depth: int) -> None:
-    """Front matter as flat ``key`` / ``key.sub`` strings; a list of plain values joined by commas."""
-    if len(out) > MAX_META_KEYS:
-        return
-    if isinstance(value, dict):
-        if depth >= MAX_META_DEPTH:
-            out[key] = _bounded_text(value)
-            return
-        for sub, item in value.items():
-            _flatten(item, f"{key}.{sub}" if key else str(sub), out, depth + 1)
-    elif isinstance(value, list | tuple):
-        out[key] = _bounded_text(value)
-    elif value is not None:
-        out[key] = str(value)[:MAX_META_CHARS]
-
-
-def _bounded_text(value: Any) -> str:
-    """A nested value's text, plain values joined by commas, cut at ``MAX_META_CHARS``: YAML aliases
-    can nest one list in another exponentially often (or in itself), so ``str()`` is no bound."""
-    parts: list[str] = []
-    size = 0
-    stack: list[Any] = [value]
-    seen = 0
-    while stack and size < MAX_META_CHARS and seen < 10 * MAX_META_CHARS:
-        item = stack.pop()
-        seen += 1
-        if isinstance(item, dict):
-            stack.extend(reversed([v for kv in item.items() for v in kv]))
-        elif isinstance(item, list | tuple):
-            stack.extend(reversed(item))
-        elif item is not None:
-            parts.append(str(item)[:MAX_META_CHARS])
-            size += len(parts[-1]) + 2
-    return ", ".join(parts)[:MAX_META_CHARS]
 
 
 def _data_image(src: str) -> tuple[bytes | None, str | None]:

@@ -63,6 +63,12 @@ def test_toml_front_matter_and_unreadable_yaml():
     assert "unclosed" not in text_of(page)
 
 
+def test_rules_around_prose_are_no_front_matter():
+    page = md("---\nA paragraph between two rules.\n---\n\nAfter.\n")
+    assert [c.text for c in page.components] == ["A paragraph between two rules.", "After."]
+    assert page.meta == {} and not page.warnings
+
+
 def test_title_falls_back_to_first_h1_then_file_name():
     assert md("## Second level\n\n# First One\n\ntext\n").title == "First One"
     assert md("Just text.\n", name="some%20notes.md").title == "some notes.md"
@@ -128,6 +134,16 @@ def test_raw_html_block_keeps_text_without_tags():
     page = md('# T\n\n<div align="center"><b>Bold words</b> and <i>more</i></div>\n\nAfter.\n')
     assert [(c.text, c.section_path) for c in page.components] == [("Bold words and more", ["T"]),
                                                                    ("After.", ["T"])]
+
+
+def test_html_headings_join_the_section_path():
+    page = md('<h1 align="center">Centred Title</h1>\n\n<p align="center">Tagline here.</p>\n\n'
+              "## Install\n\nRun it.\n\n<h2>HTML Section</h2>\n\nUnder it.\n\n<h2>Bare HTML heading</h2>\n")
+    assert page.title == "Centred Title"
+    assert [(c.text, c.section_path) for c in page.components][:3] == [
+        ("Tagline here.", ["Centred Title"]), ("Run it.", ["Centred Title", "Install"]),
+        ("Under it.", ["Centred Title", "HTML Section"])]
+    assert [c.text for c in page.components[3:]] == ["Bare HTML heading"]  # its words kept, once
 
 
 def test_empty_markdown_is_no_error():
