@@ -3,13 +3,18 @@
 Reads a pymupdf page; returns ``(bbox in points, class)`` for each region the model finds: text,
 title, section-header, list-item, table, picture, caption, footnote, page-header, page-footer,
 formula. Writes nothing. The model is a graph network over the page's text boxes with image
-features (ONNX graphs inside the wheel, run by ONNX Runtime on the CPU); ``import pymupdf`` loads it
-once per process when the package is installed (so a parse worker, which imports pymupdf before its
-first call, loads it once, not per page). ``LayoutClock`` keeps the seconds it took, for the bench.
+features (ONNX graphs inside the wheel, run by ONNX Runtime on the CPU). pymupdf 2.0 loads it inside
+``import pymupdf`` whenever the package is installed: 0.3 s idle, 1-1.3 s on a busy 2-core machine,
+and 50 MB more memory in every process that imports pymupdf, HTML parse workers included, though
+the rules (``pdf_layout=auto``) never run it. Importing this module before pymupdf defers that:
+pymupdf is imported without its model, and ``available()`` loads it on first use, once per process
+(a parse worker that reads PDFs with ``pdf_layout=model`` loads it at its first PDF, not per page).
+``LayoutClock`` keeps the pages the model read and the seconds it took, for the bench.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 from laminae.tasks.parse.pdf_blocks import Block
@@ -24,9 +29,33 @@ class LayoutClock:
     seconds = 0.0
 
 
+def _defer() -> None:
+    """Import pymupdf without loading its layout model (a ``None`` module makes its
+    ``import pymupdf.layout`` fail, which pymupdf takes as "not installed")."""
+    if "pymupdf" not in sys.modules and "pymupdf.layout" not in sys.modules:
+        sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]
+        try:
+            import pymupdf  # noqa: F401
+        except ImportError:  # no pymupdf in this environment: nothing to defer
+            pass
+        finally:
+            del sys.modules["pymupdf.layout"]
+
+
+_defer()
+
+
 def available() -> bool:
+    """Whether the layout model can run; loads it the first time (once per process)."""
     import pymupdf
 
+    if getattr(pymupdf, "_get_layout", None) is None:
+        try:
+            import pymupdf.layout
+
+            pymupdf.layout.activate()
+        except ImportError:  # pymupdf without the layout package
+            return False
     return callable(getattr(pymupdf, "_get_layout", None))
 
 

@@ -3,8 +3,10 @@
 Reads ``Block``s of one page; returns them in reading order. Writes nothing. A gutter is a vertical
 strip of white between the right edge of some blocks and the left edge of others, at any x (not
 only the page centre: a handbook's left column may end at 53 % of the width), with blocks on both
-sides that stand side by side and at least one of them a real paragraph (two lines or more; a form's
-label and value on one line are not columns). Blocks that cross the gutter (a title, a full-width
+sides that stand side by side, one of them a real paragraph (two lines or more), and text of
+substance on both sides (bullets beside their items, a form's labels beside their values are not
+columns). Candidate gutters are the local minima of the blocks' x-coverage, so a page of any number
+of blocks costs a few passes. Blocks that cross the gutter (a title, a full-width
 paragraph or figure) cut the page into bands; in each band the left side is read before the right
 side, and each side is ordered the same way again (three columns, a column split further down).
 Without a gutter blocks read top to bottom, then left to right.
@@ -45,18 +47,39 @@ def _side_by_side(left: list[Block], right: list[Block]) -> bool:
     return False
 
 
+def _gaps(blocks: list[Block]) -> list[tuple[float, float]]:
+    """The candidate gutters: strips at least ``MIN_GUTTER`` wide that fewer blocks cover than the
+    strips on either side of them (a local minimum of the blocks' x-coverage: the blocks that cross a
+    gutter, a title say, still cover it, the columns beside it do not)."""
+    events: dict[float, int] = {}
+    for b in blocks:
+        events[b.bbox[0]] = events.get(b.bbox[0], 0) + 1
+        events[b.bbox[2]] = events.get(b.bbox[2], 0) - 1
+    runs: list[list[float]] = []  # [start, end, coverage], neighbours of equal coverage merged
+    cover = 0
+    xs = sorted(events)
+    for x, nxt in zip(xs, xs[1:], strict=False):
+        cover += events[x]
+        if runs and runs[-1][2] == cover:
+            runs[-1][1] = nxt
+        else:
+            runs.append([x, nxt, cover])
+    return [(r[0], r[1]) for i, r in enumerate(runs[1:-1], start=1)
+            if r[1] - r[0] >= MIN_GUTTER and r[2] < runs[i - 1][2] and r[2] < runs[i + 1][2]]
+
+
+def _substance(side: list[Block]) -> bool:
+    return any(_tall(b) or len(b.text) >= 40 for b in side)
+
+
 def _split(blocks: list[Block]) -> tuple[list[Block], list[Block], list[Block]] | None:
     """(left, right, crossing) at the best gutter, None where there is none."""
     best, best_score = None, 0.0
-    for lo in sorted({round(b.bbox[2], 1) for b in blocks}):
-        starts = [b.bbox[0] for b in blocks if b.bbox[0] >= lo + MIN_GUTTER]
-        if not starts:
-            continue
-        hi = min(starts)
+    for lo, hi in _gaps(blocks):
         left = [b for b in blocks if b.bbox[2] <= lo + TOLERANCE]
         right = [b for b in blocks if b.bbox[0] >= hi - TOLERANCE and b.bbox[2] > lo + TOLERANCE]
-        if not left or not right:
-            continue
+        if not _substance(left) or not _substance(right):
+            continue  # bullets beside their items, labels beside values: not columns
         sided = {id(b) for b in left} | {id(b) for b in right}
         crossing = [b for b in blocks if id(b) not in sided]
         blocked = sum(1 for c in crossing if any(_overlap(c, b) for b in left + right))

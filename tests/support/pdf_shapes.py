@@ -10,7 +10,8 @@ space characters at all, ligature glyphs, two columns whose gutter sits off the 
 headings at body size and "Medium" subheadings one point larger, a line of ZapfDingbats check
 boxes, a figure drawn as 4x8 abutting image tiles beside a second figure (each with its caption)
 with callout labels over it, a paragraph in an embedded font whose ToUnicode map was removed (its
-characters extract as glyph ids: garbage), and right-to-left Arabic and Hebrew paragraphs.
+characters extract as glyph ids: garbage), right-to-left Arabic and Hebrew paragraphs, and three
+columns above and below a figure that spans them.
 
 Fonts: pymupdf's base-14 fonts and DejaVu Sans (``/usr/share/fonts``; it has the ligature, Arabic and
 Hebrew glyphs). Writes nothing but the bytes it returns.
@@ -302,6 +303,29 @@ def rtl() -> tuple[bytes, str]:
     return d.tobytes()
 
 
+def three_columns() -> tuple[bytes, str]:
+    """A newsletter page: a title across the page, three columns, a figure across all three with its
+    caption, then three more columns below it."""
+    d = Doc()
+    d.heading("Station newsletter", size=18)
+    width = (RIGHT - LEFT - 2 * 16) / 3
+    xs = [LEFT + i * (width + 16) for i in range(3)]
+    top = d.y
+    bottom = top
+    for i, x in enumerate(xs):
+        bottom = max(bottom, d.paragraph(PROSE[i], x0=x, x1=x + width, y=top))
+    figure_top = bottom + 14
+    d.page.insert_image(d.pymupdf.Rect(LEFT, figure_top, RIGHT, figure_top + 120), stream=_png(_picture(480, 120)),
+                        keep_proportion=False)
+    caption = "Figure 1: the valley seen from the dam"
+    d.page.insert_text((LEFT, figure_top + 136), caption, fontname="helv", fontsize=9)
+    d.reference.append(caption)
+    top = figure_top + 150
+    for i, x in enumerate(xs):
+        d.paragraph(PROSE[3 + i], x0=x, x1=x + width, y=top)
+    return d.tobytes()
+
+
 DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "tex_spaces.pdf": tex_spaces,
     "glyph_gaps.pdf": glyph_gaps,
@@ -310,4 +334,5 @@ DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "figures.pdf": figures,
     "unmapped_font.pdf": unmapped_font,
     "rtl.pdf": rtl,
+    "three_columns.pdf": three_columns,
 }
