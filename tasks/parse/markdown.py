@@ -99,6 +99,9 @@ class MarkdownReader(HtmlBlocks):
             text = text[toml.end():]
             self.front_matter(toml.group(1), "toml")
         tokens = markdown_parser().parse(text)
+        if tokens and max(t.level for t in tokens) >= MAX_NESTING - 1:
+            self.warnings.append(f"truncated_markdown: blocks nested {MAX_NESTING} deep (quotes in quotes, lists in "
+                                 "lists) were cut where the Markdown parser stops reading them")
         i = 0
         while i < len(tokens):
             i = self.block(tokens, i)

@@ -251,11 +251,12 @@ def xhtml(title: str, body: str) -> bytes:
 
 def epub_bytes(title: str, chapters: list[tuple[str, bytes]], *, spine: list[str] | None = None,
                extra: dict[str, bytes] | None = None, nav: bool = True, container: bool = True,
-               lang: str = "en") -> bytes:
+               lang: str = "en", ncx: dict[str, str] | None = None) -> bytes:
     """An EPUB 3 zip: ``mimetype`` first and stored, the container, ``OEBPS/content.opf`` with a
     manifest and a spine (``spine``: chapter names in reading order, default their given order),
-    the chapters (name, XHTML bytes) under ``OEBPS/``, a nav document and ``extra`` members (path
-    in the zip -> bytes; pictures under ``OEBPS/`` enter the manifest)."""
+    the chapters (name, XHTML bytes) under ``OEBPS/``, a nav document, an EPUB 2 ``toc.ncx`` when
+    ``ncx`` (chapter name -> label) and ``extra`` members (path in the zip -> bytes; pictures
+    under ``OEBPS/`` enter the manifest)."""
     extra = extra or {}
     names = [name for name, _ in chapters]
     order = names if spine is None else spine
@@ -264,6 +265,9 @@ def epub_bytes(title: str, chapters: list[tuple[str, bytes]], *, spine: list[str
         items.append('<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>')
     for i, path in enumerate(p for p in extra if p.startswith("OEBPS/") and p.endswith(".png")):
         items.append(f'<item id="img{i}" href="{path[len("OEBPS/"):]}" media-type="image/png"/>')
+    spine_toc = ' toc="ncx"' if ncx else ""
+    if ncx:
+        items.append('<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>')
     refs = "".join(f'<itemref idref="c{names.index(name)}"/>' for name in order)
     if nav:
         refs = '<itemref idref="nav" linear="no"/>' + refs
@@ -271,7 +275,7 @@ def epub_bytes(title: str, chapters: list[tuple[str, bytes]], *, spine: list[str
            f'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
            f'<dc:identifier id="id">urn:uuid:laminae-test</dc:identifier><dc:title>{escape(title)}</dc:title>'
            f"<dc:language>{lang}</dc:language></metadata><manifest>{''.join(items)}</manifest>"
-           f"<spine>{refs}</spine></package>")
+           f"<spine{spine_toc}>{refs}</spine></package>")
     toc = "".join(f'<li><a href="{name}">{escape(name)}</a></li>' for name in order)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
@@ -287,6 +291,11 @@ def epub_bytes(title: str, chapters: list[tuple[str, bytes]], *, spine: list[str
         z.writestr("OEBPS/content.opf", opf)
         if nav:
             z.writestr("OEBPS/nav.xhtml", xhtml("Contents", f'<nav epub:type="toc"><h1>Contents</h1><ol>{toc}</ol></nav>'))
+        if ncx:
+            points = "".join(f'<navPoint id="p{i}" playOrder="{i + 1}"><navLabel><text>{escape(label)}</text>'
+                             f'</navLabel><content src="{name}"/></navPoint>' for i, (name, label) in enumerate(ncx.items()))
+            z.writestr("OEBPS/toc.ncx", '<?xml version="1.0"?><ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" '
+                       f'version="2005-1"><navMap>{points}</navMap></ncx>')
         for path, data in extra.items():
             z.writestr(path, data)
     return buf.getvalue()

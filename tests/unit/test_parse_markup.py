@@ -119,6 +119,12 @@ def test_long_list_is_cut_into_bounded_paragraphs():
     assert sum(len(c.segments) for c in page.components) == 300
 
 
+def test_nesting_past_the_bound_is_cut_with_a_warning():
+    page = md("> " * 200 + "deep words\n\nAfter the quotes.\n")
+    assert any(w.startswith("truncated_markdown:") for w in page.warnings)
+    assert not md("> " * 5 + "deep words\n").warnings
+
+
 def test_images_resolve_against_the_document_url():
     page = parse(docs.readme()[0], DIR + "readme.md")
     images = [c for c in page.components if c.kind == "image"]
@@ -227,6 +233,16 @@ def test_epub_chapter_without_heading_is_under_its_toc_label():
     chapters = [("a.xhtml", docs.xhtml("A", "<p>No heading here at all.</p>"))]
     page = parse(docs.epub_bytes("Book", chapters), DIR + "b.epub")
     assert [c.section_path for c in page.components] == [["a.xhtml"]]  # the nav's label of a.xhtml
+
+
+def test_epub2_ncx_labels_and_a_cover_picture_it_does_not_hold():
+    chapters = [("cover.xhtml", docs.xhtml("Cover", '<img src="cover.png" alt="Cover picture"/>')),
+                ("a.xhtml", docs.xhtml("A", "<p>The first chapter has no heading.</p>"))]
+    page = parse(docs.epub_bytes("Book", chapters, nav=False, ncx={"a.xhtml": "Chapter One"}), DIR + "b.epub")
+    assert [(c.text, c.section_path) for c in page.components] == [
+        ("The first chapter has no heading.", ["Chapter One"])]
+    assert page.warnings == ["image_missing: 1 image the chapters show is not in the EPUB file; the first is "
+                             "OEBPS/cover.png"]
 
 
 def test_epub_self_closed_elements_do_not_swallow_text():
