@@ -51,6 +51,7 @@ EXTENSIONS: dict[str, str] = {
     ".xlsx": XLSX_TYPE, ".xlsm": XLSX_TYPE, ".epub": EPUB_TYPE,
 }
 PAGE_SUFFIXES = tuple(EXTENSIONS)
+TEXT_FORMATS = frozenset({MARKDOWN_TYPE, TEXT_TYPE, CSV_TYPE, TSV_TYPE})
 ALIASES = {"text/x-markdown": MARKDOWN_TYPE, "text/prs.fallenstein.rst": TEXT_TYPE, "text/x-rst": TEXT_TYPE, "application/csv": CSV_TYPE, "text/x-csv": CSV_TYPE,
            "application/x-epub+zip": EPUB_TYPE}
 # the members that say what an Office Open XML or EPUB zip holds
@@ -68,8 +69,8 @@ def extension_type(url: str) -> str | None:
 
 
 def zip_type(body: bytes) -> str | None:
-    """What a zip container holds (Word, PowerPoint, Excel, EPUB), from its member names; None for
-    another zip or one that cannot be listed."""
+    """What a zip container holds (Word, PowerPoint, Excel, EPUB), from its member names; "" for
+    another zip, None for one that cannot be listed (truncated, damaged)."""
     if body[30:58] == b"mimetypeapplication/epub+zip":  # the EPUB rule: an uncompressed first member
         return EPUB_TYPE
     try:
@@ -79,7 +80,7 @@ def zip_type(body: bytes) -> str | None:
         return None
     if "mimetype" in names and any(n.endswith(".opf") for n in names):
         return EPUB_TYPE
-    return next((kind for marker, kind in ZIP_MARKERS if marker in names), None)
+    return next((kind for marker, kind in ZIP_MARKERS if marker in names), "")
 
 
 def sniff_content_type(body: bytes, declared: str | None, url: str | None = None) -> str:
@@ -101,9 +102,12 @@ def sniff_content_type(body: bytes, declared: str | None, url: str | None = None
     video = sniff_video(head)
     if video:
         return video
-    if head.startswith(b"PK\x03\x04"):
-        return zip_type(body) or (declared if declared and declared not in DOCUMENT_TYPES else "application/zip")
     named = extension_type(url) if url else None
+    if head.startswith(b"PK\x03\x04"):
+        kind = zip_type(body)
+        if kind is None:  # a damaged zip: the format its name or header says, whose parser tells what is wrong
+            kind = next((t for t in (declared, named) if t in DOCUMENT_TYPES and t not in TEXT_FORMATS), "")
+        return kind or (declared if declared and declared not in DOCUMENT_TYPES else "application/zip")
     lowered = stripped[:512].lower()
     if lowered.startswith(b"<svg") or (lowered.startswith(b"<?xml") and b"<svg" in head.lower()):
         return "image/svg+xml"

@@ -96,3 +96,13 @@ def test_text_is_decoded_by_its_mark_its_charset_or_as_windows_1252():
     assert decode_text("café".encode("cp1252"), None) == ("café", None)
     text, warning = decode_text(b"ok \x81 \x8d", None)
     assert text.startswith("ok") and warning and warning.startswith("undecodable_bytes: 2 bytes")
+
+
+def test_a_damaged_zip_keeps_the_format_its_name_says_so_its_parser_reports_it():
+    body = zipped({"[Content_Types].xml": b"<Types/>", "word/document.xml": b"<x/>" * 500})
+    assert sniff_content_type(body[:200], None, "file:///d/report.docx") == DOCX_TYPE
+    assert sniff_content_type(body[:200], XLSX_TYPE, "http://h.test/get") == XLSX_TYPE
+    assert sniff_content_type(body[:200], None, "http://h.test/archive.zip") == "application/zip"
+    with pytest.raises(ParseError) as damaged:
+        parse(body[:200], "file:///d/report.docx", cfg=ParseConfig())
+    assert damaged.value.reason == "unparsable_docx"
