@@ -45,7 +45,7 @@ MIME = Path("/usr/share/doc/shared-mime-info")
 # four attribute tables, the inode/* types and the contributors (simple lists), the title block's date
 PDF_LEFT_OUT = ("informaltable", "simplelist", "date")
 NODE = Path("/usr/share/doc/nodejs/api")
-NODE_PAGES = ("intl", "path", "dns", "url")
+NODE_PAGES = ("intl", "path", "dns", "url", "events", "buffer", "fs")  # fs: 26k words
 _SKIP: set[str] = set()  # elements a rendering left out, set by docbook_markdown
 BLOCKS = {"para", "simpara", "itemizedlist", "orderedlist", "listitem", "programlisting", "screen",
           "informaltable", "table", "simplelist", "bibliomixed"}

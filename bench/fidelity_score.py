@@ -3,33 +3,29 @@
 Reads a ``ParsedPage`` (any object with ``title`` and ``components``) and a reference text; writes
 nothing. ``score(page, reference)`` counts, for ``bench/fidelity.py``:
 
-- **words**: ``words(text)``: NFKC (ligatures such as "ﬁ" expanded), casefolded, soft hyphens and
-  zero-width characters removed, a hyphen between letters at a line's end joined ("opera-\\n
-  tion" is "operation"), then runs of Unicode letters and digits (``[^\\W_]+``: underscores, like
-  punctuation, split words). The reference's words are those of its text with Markdown's syntax
-  taken out (``reference_text``: fence lines, list marks, link and image targets, link definitions,
-  HTML comments and tags, each outside code fences only;
-  an image keeps its alt text, a link its text). laminae's words (``page_text``): the title, then
-  each component in order, preceded by the headings of its section path that the component before
-  it did not have; a component's words are its ``text`` (a table's linearized text: caption, header,
-  rows; ``linearize_table`` where a table has no text); an image's or a video's are its alt text and
-  caption (the words the document carries; its ``text`` is laminae's "Image: ... In: ..." proxy). The
-  title is left out where it equals a section heading (it would be counted twice).
-- found: the multiset overlap of the two word lists; **in order**: the longest common subsequence of
-  the two lists (exact, bit-parallel: n·m/64 machine-word steps) over found; **precision**: found
-  over laminae's words.
-- **tables**: each reference GFM pipe table is matched to laminae's table component holding the most
-  of its cells (cells normalised: their words joined by one space; empty ones skipped; a component
-  may match several); cells found = the reference cells (header and body, as a multiset) found in
-  the matched component's header and rows; a **header agrees** where the matched component's header
-  equals the reference's (normalised, cell by cell).
-- **headings**: reference ATX headings (``#``..``######``, outside code fences) whose normalised text
-  (a leading section number such as "2.1." taken off) equals a section name of laminae: any
-  component's section path entry, the title, or the whole text of a paragraph (laminae's heading
-  with nothing under it).
+- **words** (``words``): NFKC (ligatures such as "ﬁ" expanded), casefolded, soft hyphens and
+  zero-width characters out, a hyphen between letters at a line's end joined ("opera-\\ntion" is
+  "operation"), then runs of Unicode letters and digits (``[^\\W_]+``). The reference's words are
+  its text without Markdown's syntax (``reference_text``; outside code fences: fence lines, list
+  marks, "1." too, which a renderer writes, link and image targets and definitions, HTML comments
+  and tags; an image keeps its alt text, a link its text, a code span its text). laminae's words
+  (``page_text``, read as plain text): the title (unless it is a section heading), then each
+  component in order after the headings of its section path that the component before it did not
+  have; a component's words are its ``text`` (a table's linearized text), an image's or a video's
+  its alt text and caption (not laminae's "Image: ... In: ..." proxy).
+- found: the multiset overlap of the two word lists; **in order**: their longest common
+  subsequence (exact, bit-parallel) over found; **precision**: found over laminae's words.
+- **tables** (GFM pipe tables and raw HTML tables of the reference): each is matched to laminae's
+  table component holding the most of its cells (normalised: words joined by one space; empty ones
+  skipped; a component may match several); cells found = the reference cells (header and body, a
+  multiset) in the matched component's header and rows; a **header agrees** where the matched
+  component's header equals the reference's, cell by cell.
+- **headings**: reference ATX headings (outside code fences) whose normalised text (a leading
+  section number such as "2.1." off) equals a section name of laminae: any component's section
+  path entry, the title, or the whole text of a paragraph (a heading with nothing under it).
+- **pictures**: laminae's image components against the reference's ``![alt](src)`` images.
 - ``restrict``: a reference of facts scores only the measures its first line names
   (``<!-- measures: headings -->``); the others count nothing.
-- **pictures**: laminae's image components against the reference's ``![alt](src)`` images.
 """
 
 from __future__ import annotations
@@ -39,7 +35,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
@@ -82,11 +78,12 @@ def heading(text: str, markdown: bool = True) -> str:
 
 def _inline(text: str) -> str:
     """Markdown inline syntax out: an image's alt text and a link's text stay, their targets go;
-    code spans are kept as they are (no link, tag or entity inside one)."""
+    code spans are kept as their text (no link, tag or entity inside one; "`Buffer`s" is "Buffers")."""
     spans: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
-        spans.append(match.group(0))
+        code = match.group(0)[len(match.group(1)):-len(match.group(1))]  # rendered without its backticks
+        spans.append(code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " and code.strip() else code)
         return f"\x00{len(spans) - 1}\x00"
 
     text = _CODE_SPAN.sub(hold, text)  # code spans bind first: a link's text may hold one, not the reverse
@@ -193,15 +190,24 @@ class Table:
 
 
 def reference_tables(markdown: str) -> list[Table]:
-    """The GFM pipe tables of a reference, cells raw (escaped pipes read as pipes): a header row,
-    a delimiter row of as many ``---``/``:--``/``--:`` cells, then rows up to a blank line or the
-    start of another block; a row is cut or padded to the header's width."""
+    """The tables of a reference, in order. GFM pipe tables, cells raw (escaped pipes read as pipes):
+    a header row, a delimiter row of as many ``---``/``:--``/``--:`` cells, then rows up to a blank
+    line or the start of another block; a row is cut or padded to the header's width. HTML tables
+    (a line opening ``<table``, up to ``</table>``: Markdown's raw HTML): the first row is the header
+    where all its cells are ``<th>``."""
     lines = markdown.splitlines()
     fenced = _fenced(lines)
     out: list[Table] = []
     i = 0
-    while i + 1 < len(lines):
-        if fenced[i] or "|" not in lines[i] or fenced[i + 1]:
+    while i < len(lines):
+        if not fenced[i] and lines[i].lstrip().lower().startswith("<table"):
+            end = i
+            while end < len(lines) and not fenced[end] and "</table>" not in lines[end].lower():
+                end += 1
+            out.append(_html_table("\n".join(lines[i:end + 1])))
+            i = end + 1
+            continue
+        if i + 1 == len(lines) or fenced[i] or "|" not in lines[i] or fenced[i + 1]:
             i += 1
             continue
         header, delimiter = split_row(lines[i]), split_row(lines[i + 1])
@@ -216,6 +222,19 @@ def reference_tables(markdown: str) -> list[Table]:
             i += 1
         out.append(Table(header, rows))
     return out
+
+
+def _html_table(text: str) -> Table:
+    import lxml.html
+
+    table = lxml.html.fragment_fromstring(text, create_parent="div").find(".//table")
+    trs = table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr") if table is not None else []
+    grid = [[(" ".join(c.text_content().split()), c.tag == "th") for c in tr if c.tag in ("td", "th")]
+            for tr in trs]
+    grid = [row for row in grid if row]
+    if grid and all(head for _, head in grid[0]):
+        return Table([t for t, _ in grid[0]], [[t for t, _ in row] for row in grid[1:]])
+    return Table([], [[t for t, _ in row] for row in grid])
 
 
 def component_text(comp: Any) -> str:
@@ -269,11 +288,9 @@ def lcs_length(a: Sequence[object], b: Sequence[object]) -> int:
     full = (1 << len(b)) - 1
     v = full
     for item in a:
-        m = masks.get(item)
-        if m is None:
-            continue
-        u = v & m
-        v = ((v + u) | (v - u)) & full
+        if (m := masks.get(item)) is not None:
+            u = v & m
+            v = ((v + u) | (v - u)) & full
     return len(b) - v.bit_count()
 
 
@@ -374,13 +391,7 @@ def restrict(counts: Score, keep: set[str]) -> Score:
     unknown = keep - set(_COUNTS)
     if unknown:
         raise ValueError(f"unknown measures {sorted(unknown)}: a reference may name {sorted(_COUNTS)}")
-    out = Score(**asdict(counts))
-    for measure, names in _COUNTS.items():
-        if measure not in keep:
-            for name in names:
-                setattr(out, name, 0)
-            if measure == "words":
-                out.missed = []
-            if measure == "headings":
-                out.missed_headings = []
-    return out
+    zero: dict[str, Any] = {name: 0 for measure, names in _COUNTS.items() if measure not in keep for name in names}
+    zero |= {} if "words" in keep else {"missed": []}
+    zero |= {} if "headings" in keep else {"missed_headings": []}
+    return replace(counts, **zero)

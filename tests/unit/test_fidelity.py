@@ -149,7 +149,7 @@ def test_a_failed_parse_scores_zero():
                           "headings": 0.0}
 
 
-def test_the_table_parser_reads_escaped_pipes_alignment_rows_and_ragged_rows():
+def test_the_table_parser_reads_escaped_pipes_alignment_rows_ragged_rows_and_html_tables():
     md = ("Text | with a pipe but no table\n\n"
           "Name | Value\n:---: | ---:\n`a \\| b` | **1**\nc\n| d | 2 | extra |\n\n"
           "```\n| x | y |\n|---|---|\n| 1 | 2 |\n```\n")
@@ -159,6 +159,11 @@ def test_the_table_parser_reads_escaped_pipes_alignment_rows_and_ragged_rows():
     assert tables[0].rows == [["`a | b`", "**1**"], ["c", ""], ["d", "2"]]
     assert split_row("| a \\| b | c |") == ["a | b", "c"]
     assert reference_tables("| a | b |\n|---|\n| 1 | 2 |") == []  # a delimiter row of another width
+    html = ("| a | b |\n|---|---|\n| 1 | 2 |\n\n<table>\n<tr><th>Flag</th><th>Meaning</th></tr>\n"
+            "<tr><td><code>F_OK</code></td><td>The file\n is visible.</td></tr>\n</table>\n\n"
+            "<table><tr><td>x</td><td>y</td></tr></table>\n")
+    assert [(t.header, t.rows) for t in reference_tables(html)] == [
+        (["a", "b"], [["1", "2"]]), (["Flag", "Meaning"], [["F_OK", "The file is visible."]]), ([], [["x", "y"]])]
 
 
 def test_headings_and_images_outside_code_fences_only():
@@ -218,10 +223,11 @@ def test_the_bench_scores_a_folder_and_a_file_that_fails_to_parse_scores_zero(tm
 
 
 def test_code_spans_bind_before_links_and_laminae_text_is_read_as_plain_text():
-    md = "## `f([a][, b])`\n\nSee [`g()`][`h()`] and `x[y](z)`, not [the guide](http://example.org).\n"
-    assert words(reference_text(md)) == ["f", "a", "b", "see", "g", "and", "x", "y", "z", "not", "the", "guide"]
+    md = "## `f([a][, b])`\n\nSee [`g()`][`h()`] and `x[y](z)`, not [the guide](http://example.org), `Buffer`s.\n"
+    assert words(reference_text(md)) == ["f", "a", "b", "see", "g", "and", "x", "y", "z", "not", "the", "guide",
+                                         "buffers"]
     p = ParsedPage("file:///a.md", "", None, None,
-                   [Component("paragraph", "See g() and x[y](z), not the guide.", ["f([a][, b])"])])
+                   [Component("paragraph", "See g() and x[y](z), not the guide, Buffers.", ["f([a][, b])"])])
     assert score(p, md).shares() == {"words": 1.0, "in_order": 1.0, "precision": 1.0, "cells": None,
                                      "headers": None, "headings": 1.0}
 
