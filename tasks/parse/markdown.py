@@ -1,5 +1,5 @@
-"""Markdown: a README or a docs/*.md page (CommonMark with GFM tables, strikethrough and bare-URL
-autolinks, read by markdown-it-py) into a ``ParsedPage``.
+"""Markdown: a README or a docs/*.md page (CommonMark with GFM tables, strikethrough, bare-URL
+autolinks and footnotes, read by markdown-it-py) into a ``ParsedPage``.
 
 Reads a Markdown file's bytes and its URL; writes components in document order: paragraphs (a
 block quote's too), lists (one paragraph a list, its items ``segments``, cut at about
@@ -25,6 +25,7 @@ from functools import cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.gfm_autolink import gfm_autolink_plugin
 
@@ -61,7 +62,7 @@ def parse_markdown(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, char
 @cache
 def markdown_parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
-    return md.use(front_matter_plugin).use(gfm_autolink_plugin)
+    return md.use(front_matter_plugin).use(gfm_autolink_plugin).use(footnote_plugin)
 
 
 class MarkdownReader(HtmlBlocks):
@@ -74,6 +75,7 @@ class MarkdownReader(HtmlBlocks):
         self.sections: list[tuple[int, str]] = []
         self.bare: tuple[int, str] | None = None  # the last heading, while nothing stands under it
         self.first_h1: str | None = None
+        self.note: str | None = None  # the label of the footnote whose first paragraph comes next
         self.warnings: list[str] = []
         self.meta: dict[str, str] = {}
         self.title: str | None = None
@@ -144,6 +146,11 @@ class MarkdownReader(HtmlBlocks):
             text, _, _ = self.inline(tokens[i + 1])
             self.heading(int(tok.tag[1:]), text.strip())
             return i + 3
+        elif kind == "footnote_block_open":  # the notes, gathered at the end: in no section
+            self.close_bare()
+            self.sections = []
+        elif kind == "footnote_open":
+            self.note = str((tok.meta or {}).get("label") or (tok.meta or {}).get("id", 0) + 1)
         elif kind == "paragraph_open":
             self.paragraph(tokens[i + 1])
             return i + 3
@@ -179,6 +186,10 @@ class MarkdownReader(HtmlBlocks):
 
     def paragraph(self, inline: Token) -> None:
         text, links, images = self.inline(inline)
+        if self.note is not None and text.strip():  # a footnote's first paragraph: "[1] The note."
+            label, self.note = f"[{self.note}] ", None
+            text = label + text
+            links = [Link(lk.url, lk.anchor, lk.start + len(label), lk.end + len(label)) for lk in links]
         if len(text.strip()) >= max(self.cfg.min_paragraph_chars, 1):
             self.emit(Component("paragraph", text, self.section_path(), links))
         for image in images:
@@ -300,6 +311,8 @@ class MarkdownReader(HtmlBlocks):
             kind = child.type
             if kind in ("text", "code_inline"):
                 tb.add(child.content)
+            elif kind == "footnote_ref":
+                tb.add(f"[{(child.meta or {}).get('label') or (child.meta or {}).get('id', 0) + 1}]")
             elif kind in ("softbreak", "hardbreak"):
                 tb.space()
             elif kind == "link_open":

@@ -69,6 +69,14 @@ def test_rules_around_prose_are_no_front_matter():
     assert page.meta == {} and not page.warnings
 
 
+def test_footnotes_are_kept_with_their_labels():
+    page = md("# Top\n\nA claim[^src] here.\n\n[^src]: The [source](https://h.test/s) of it.\n")
+    assert [(c.text, c.section_path) for c in page.components] == [
+        ("A claim[src] here.", ["Top"]), ("[src] The source of it.", [])]
+    [link] = page.components[1].links
+    assert page.components[1].text[link.start:link.end] == "source"
+
+
 def test_title_falls_back_to_first_h1_then_file_name():
     assert md("## Second level\n\n# First One\n\ntext\n").title == "First One"
     assert md("Just text.\n", name="some%20notes.md").title == "some notes.md"
