@@ -26,6 +26,7 @@ import csv
 import datetime as dt
 import io
 import re
+import warnings as py_warnings
 import zipfile
 from collections.abc import Iterable, Iterator
 
@@ -50,30 +51,26 @@ FIXED_FORMAT = re.compile(r"^(?P<int>[#,0]*0)(?:\.(?P<dec>0+))?(?P<pct>%)?$")
 def parse_xlsx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
     """Each sheet's tables (see the module docstring)."""
     archive = open_office_zip(body, "xlsx", cfg)
-    try:
-        import openpyxl
-
-        book = openpyxl.load_workbook(io.BytesIO(body), read_only=True, data_only=True, keep_links=False)
-    except Exception as exc:  # openpyxl raises KeyError, ValueError, TypeError, lxml errors... on damage
-        archive.close()
-        raise ParseError(f"openpyxl cannot open the XLSX file: {type(exc).__name__}: {exc}",
-                         "unparsable_xlsx") from None
     components: list[Component] = []
     warnings: list[str] = []
-    try:
-        for sheet in book.worksheets:
-            merges = _merged_ranges(archive, getattr(sheet, "_worksheet_path", None))
-            rows, titles = _sheet_rows(sheet, merges, cfg.max_sheet_rows, warnings)
-            components.extend(sheet_tables(rows, sheet.title, [sheet.title], titles))
-        props = book.properties
-    except ParseError:
-        raise
-    except Exception as exc:  # a damaged sheet's XML is found while its rows stream
-        raise ParseError(f"openpyxl cannot read the XLSX file's sheets: {type(exc).__name__}: {exc}",
-                         "unparsable_xlsx") from None
-    finally:
-        book.close()
-        archive.close()
+    # openpyxl warns of what it does not keep (conditional formats, data validation): no cell's value
+    with py_warnings.catch_warnings(), archive:
+        py_warnings.simplefilter("ignore", UserWarning)
+        try:
+            import openpyxl
+
+            book = openpyxl.load_workbook(io.BytesIO(body), read_only=True, data_only=True, keep_links=False)
+            sheets, props = book.worksheets, book.properties
+        except Exception as exc:  # openpyxl raises KeyError, ValueError, TypeError, lxml errors... on damage
+            raise ParseError(f"openpyxl cannot open the XLSX file: {type(exc).__name__}: {exc}",
+                             "unparsable_xlsx") from None
+        try:
+            for sheet in sheets:
+                merges = _merged_ranges(archive, getattr(sheet, "_worksheet_path", None))
+                rows, titles = _sheet_rows(sheet, merges, cfg.max_sheet_rows, warnings)
+                components.extend(sheet_tables(rows, sheet.title, [sheet.title], titles))
+        finally:
+            book.close()
     meta = {key: str(value).strip() for key, value in (
         ("author", props.creator), ("subject", props.subject), ("keywords", props.keywords),
         ("description", props.description), ("created", props.created), ("modified", props.modified))
@@ -81,6 +78,27 @@ def parse_xlsx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset:
     title = (props.title or "").strip() or file_title(url)
     return ParsedPage(url=url, title=title, canonical_url=None, lang=None, components=components,
                       warnings=warnings, kind="xlsx", meta=meta)
+
+
+def _library_rows(sheet) -> Iterator[tuple]:
+    """openpyxl's rows of a sheet; its errors on a damaged sheet (XML, shared strings, styles) as ``ParseError``."""
+    rows = sheet.iter_rows()
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except Exception as exc:  # raised inside openpyxl's parser only: our code runs outside next()
+            raise ParseError(f"openpyxl cannot read sheet {sheet.title}: {type(exc).__name__}: {exc}",
+                             "unparsable_xlsx") from None
+        yield row
+
+
+def _number_format(cell) -> str:
+    try:
+        return cell.number_format
+    except (IndexError, KeyError):  # a style the workbook's style table does not hold
+        return "General"
 
 
 def _merged_ranges(archive: zipfile.ZipFile, path: str | None) -> list[tuple[int, int, int, int]]:
@@ -122,8 +140,8 @@ def _sheet_rows(sheet, merges: list[tuple[int, int, int, int]], cap: int,
     sheet.reset_dimensions()  # else rows are padded to the declared width, which formatting can make 16,384
     rows: list[list[str]] = []
     kept = 0
-    for row in sheet.iter_rows():
-        values = [format_cell(c.value, c.number_format) if c.value is not None else "" for c in row]
+    for row in _library_rows(sheet):
+        values = [format_cell(c.value, _number_format(c)) if c.value is not None else "" for c in row]
         while values and not values[-1]:
             values.pop()
         if values and kept == cap:

@@ -186,6 +186,7 @@ class DocxReader(TableReader):
         self.items: list[tuple[str, list[Link]]] = []  # the list being gathered
         self.after_items: list[Inline] = []  # what the gathered list's items anchor
         self.caption: str | None = None  # a "Caption" paragraph waiting for its table
+        self.drop_cap = ""  # a drop cap's letter, framed apart from the rest of its word
         self.notes = {kind: self._notes(document.part, rel) for kind, rel in
                       (("footnote", RT_FOOTNOTES), ("endnote", RT_ENDNOTES))}
         self.notes_read: set[tuple[str, str]] = set()
@@ -237,7 +238,13 @@ class DocxReader(TableReader):
     def paragraph(self, p, part) -> None:
         style = self.style_of(p)
         inline = Inline()
+        inline.text.add(self.drop_cap)
+        self.drop_cap = ""
         self.inline(p, inline, part)
+        frame = p.find(f"{w('pPr')}/{w('framePr')}")
+        if frame is not None and frame.get(w("dropCap")) in ("drop", "margin"):
+            self.drop_cap = inline.text.text().strip()
+            return
         text, links = inline.text.finish()
         level = self.level_of(p, style)
         if level is not None and text:

@@ -57,7 +57,7 @@ def png(seed: int = 1, width: int = 120, height: int = 80) -> bytes:
 
 
 # -- Word --------------------------------------------------------------------------------------
-def _with_decls(text: str) -> etree._Element:
+def xml_element(text: str) -> etree._Element:
     tag_end = re.search(r"[\s/>]", text[1:]).start() + 1  # type: ignore[union-attr]
     return etree.fromstring(f"{text[:tag_end]} {DECLS}{text[tag_end:]}")
 
@@ -65,18 +65,18 @@ def _with_decls(text: str) -> etree._Element:
 def add_hyperlink(paragraph, url: str, text: str) -> None:
     """A run of ``text`` linking to ``url`` (python-docx has no API for writing hyperlinks)."""
     rid = paragraph.part.relate_to(url, RT_HYPERLINK, is_external=True)
-    paragraph._p.append(_with_decls(f'<w:hyperlink r:id="{rid}"><w:r><w:t xml:space="preserve">{text}</w:t>'
+    paragraph._p.append(xml_element(f'<w:hyperlink r:id="{rid}"><w:r><w:t xml:space="preserve">{text}</w:t>'
                                     "</w:r></w:hyperlink>"))
 
 
 def add_note_reference(paragraph, kind: str, note_id: int) -> None:
-    paragraph._p.append(_with_decls(f'<w:r><w:{kind}Reference w:id="{note_id}"/></w:r>'))
+    paragraph._p.append(xml_element(f'<w:r><w:{kind}Reference w:id="{note_id}"/></w:r>'))
 
 
 def add_text_box(paragraph, text: str) -> None:
     """A floating text box as Word writes it: a DrawingML shape, with a VML copy as its fallback."""
     body = f'<w:txbxContent><w:p><w:r><w:t xml:space="preserve">{text}</w:t></w:r></w:p></w:txbxContent>'
-    paragraph._p.append(_with_decls(
+    paragraph._p.append(xml_element(
         '<w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><wp:anchor distT="0" distB="0" '
         'distL="0" distR="0" simplePos="0" relativeHeight="2" behindDoc="0" locked="0" layoutInCell="1" '
         'allowOverlap="1"><wp:simplePos x="0" y="0"/><wp:extent cx="2286000" cy="457200"/>'
@@ -92,9 +92,9 @@ def mark_header_row(row) -> None:
     tr = row._tr
     props = tr.find(f"{{{NS['w']}}}trPr")
     if props is None:
-        props = _with_decls("<w:trPr/>")
+        props = xml_element("<w:trPr/>")
         tr.insert(1 if tr.find(f"{{{NS['w']}}}tblPrEx") is not None else 0, props)
-    props.append(_with_decls("<w:tblHeader/>"))
+    props.append(xml_element("<w:tblHeader/>"))
 
 
 def set_alt_text(run, descr: str) -> None:
@@ -250,7 +250,7 @@ def minutes_docx() -> tuple[bytes, str]:
             table.cell(r, c).text = text
     md.append(md_table(rows[0], rows[1:]))
     outline = d.add_paragraph("Any other business")
-    outline.paragraph_format.element.get_or_add_pPr().append(_with_decls('<w:outlineLvl w:val="1"/>'))
+    outline.paragraph_format.element.get_or_add_pPr().append(xml_element('<w:outlineLvl w:val="1"/>'))
     md.append("## Any other business")
     d.add_paragraph("The next meeting is held on the first Monday of May in the pilots' station.")
     md.append("The next meeting is held on the first Monday of May in the pilots' station.")

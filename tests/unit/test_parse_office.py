@@ -185,6 +185,33 @@ def test_docx_text_box_once_running_header_and_footer_dropped(report: ParsedPage
     assert "Internal use only" not in text and "Printed copies" not in text
 
 
+def test_docx_drop_cap_joins_its_word() -> None:
+    import docx
+
+    d = docx.Document()
+    cap = d.add_paragraph("W")
+    cap._p.get_or_add_pPr().append(docs.xml_element('<w:framePr w:dropCap="drop" w:lines="3"/>'))
+    d.add_paragraph("hen the tide turned, the pilots went out.")
+    assert [c.text for c in parsed("cap.docx", docx_bytes(d)).components] == [
+        "When the tide turned, the pilots went out."]
+
+
+def test_docx_main_part_under_another_name() -> None:
+    data = docs.DOCUMENTS["minutes.docx"]()[0]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z, zipfile.ZipFile(io.BytesIO(data)) as src:
+        for item in src.infolist():
+            body = src.read(item.filename)
+            name = "word/main.xml" if item.filename == "word/document.xml" else item.filename
+            if item.filename == "word/_rels/document.xml.rels":
+                name = "word/_rels/main.xml.rels"
+            body = body.replace(b"/word/document.xml", b"/word/main.xml").replace(b'"word/document.xml"',
+                                                                                   b'"word/main.xml"')
+            z.writestr(name, body)
+    page = parse(out.getvalue(), BASE + "main.docx", DOCX_TYPE)  # no word/document.xml to sniff by
+    assert page.title == "Minutes of the quay committee" and len(page.components) == 4
+
+
 # -- PowerPoint --------------------------------------------------------------------------------
 def test_pptx_slide_titles_are_sections(deck: ParsedPage) -> None:
     assert deck.kind == "pptx"
