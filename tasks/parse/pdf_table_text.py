@@ -41,6 +41,9 @@ class _Line:
     height: float = 0.0
 
 
+_Row = tuple[list[str], tuple[float, float], bool, bool]  # cells, y-range, all bold, ran along a leader
+
+
 @dataclass
 class TextTable:
     """Rows of cells read from aligned words; ``bold`` per row, the y of rules inside the table."""
@@ -86,28 +89,44 @@ def _lines(words: list) -> list[_Line]:
     return [line for line in lines if line.segments]
 
 
-def _columns(lines: list[_Line]) -> list[float]:
-    """The x of the white gutters between columns: ranges no segment covers (one covering segment
-    forgiven in a run of five lines or more: a head spanning two columns)."""
+def _columns(lines: list[_Line]) -> tuple[list[float], list[float]]:
+    """The x of the white gutters between columns, and their widths: ranges no segment covers (one
+    covering segment forgiven in a run of five lines or more: a head spanning two columns; the
+    cut then goes through the widest stretch nothing covers, if any)."""
     x0 = min(s[0][0] for line in lines for s in line.segments)
     x1 = max(s[-1][2] for line in lines for s in line.segments)
-    size = int(x1 - x0) + 2
-    cover = [0] * size
+    cover = [0] * (int(x1 - x0) + 2)
     for line in lines:
         for s in line.segments:
             for x in range(int(s[0][0] - x0), int(s[-1][2] - x0) + 1):
                 cover[x] += 1
     forgive = 1 if len(lines) >= 5 else 0
     cuts: list[float] = []
+    widths: list[float] = []
     start = None
     for x, n in enumerate(cover):
         if n <= forgive and start is None:
             start = x
         elif n > forgive and start is not None:
             if start > 0:
-                cuts.append(x0 + (start + x) / 2)
+                a, b = max(_stretches(cover[start:x]), key=lambda r: r[1] - r[0], default=(0, x - start))
+                cuts.append(x0 + start + (a + b) / 2)
+                widths.append(b - a)
             start = None
-    return cuts
+    return cuts, widths
+
+
+def _stretches(cover: list[int]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each stretch of ``cover`` that nothing covers."""
+    out: list[tuple[int, int]] = []
+    start = None
+    for x, n in enumerate([*cover, 1]):
+        if n == 0 and start is None:
+            start = x
+        elif n and start is not None:
+            out.append((start, x))
+            start = None
+    return out
 
 
 def _is_row(line: _Line) -> bool:
@@ -121,7 +140,8 @@ def _runs(lines: list[_Line]) -> list[list[_Line]]:
     run: list[_Line] = []
     left, leaders = 0.0, False
     for line in lines:
-        limit = (3 if line.leader and leaders else MAX_LINE_GAP) * max(line.height, run[-1].height) if run else 0
+        spacing = 3 if line.leader and leaders else MAX_LINE_GAP
+        limit = spacing * max(line.height, run[-1].height) if run else 0
         near = run and line.y0 - run[-1].y1 <= limit  # contents entries may stand farther apart
         wrapped = run and line.segments[0][0][0] > left + 2 * line.height
         if near and (_is_row(line) or wrapped):
@@ -135,7 +155,8 @@ def _runs(lines: list[_Line]) -> list[list[_Line]]:
             left, leaders = line.words[0][0], line.leader
     if run:
         runs.append(run)
-    return [r[:max(i for i, ln in enumerate(r) if _is_row(ln)) + 1] for r in runs if sum(map(_is_row, r)) >= 2]
+    runs = [r for r in runs if sum(map(_is_row, r)) >= 2]
+    return [r[:max(i for i, ln in enumerate(r) if _is_row(ln)) + 1] for r in runs]
 
 
 def aligned_tables(words: list, rules: list[tuple[float, float, float]], fonts: Fonts, min_rows: int,
@@ -166,18 +187,25 @@ def _read(run: list[_Line], rules: list[tuple[float, float, float]], fonts: Font
           need_rules: bool, peel: int) -> list[TextTable]:
     """The table a run of lines holds; a first or last column of prose (the text of a page column
     beside the table) is peeled off and the rest read again, ``peel`` times at most."""
-    cuts = _columns(run)
+    cuts, _ = _columns(run)
     if not cuts:
         return []
     crossing = [i for i, ln in enumerate(run) if len(ln.segments) == 1 and len(ln.words) >= PROSE_WORDS
                 and any(ln.words[0][0] < c < ln.words[-1][2] for c in cuts)]
     if crossing and peel:  # a line of prose across the gutters: what is above and below it are apart
         parts = [run[a + 1:b] for a, b in zip([-1, *crossing], [*crossing, len(run)], strict=True)]
-        return [t for part in parts for r in _runs(part) for t in _read(r, rules, fonts, min_rows, need_rules, peel - 1)]
+        return [t for part in parts for r in _runs(part)
+                for t in _read(r, rules, fonts, min_rows, need_rules, peel - 1)]
     rows = _rows(run, cuts, fonts)
     kinds = [all(NUMBER.match(r[0][j]) for r in rows[1:] if r[0][j]) for j in range(len(cuts) + 1)]
     half = len(kinds) // 2
-    if peel and half >= 2 and any(kinds) and kinds[:half] == kinds[half:]:  # (entry, page) twice: an index set in two columns
+    x0 = min(w[0] for ln in run for w in ln.words)
+    x1 = max(w[2] for ln in run for w in ln.words)
+    even = half >= 2 and abs((cuts[half - 1] - x0) - (x1 - cuts[half - 1])) <= 0.03 * (x1 - x0)
+    if peel and half >= 2 and any(kinds) and kinds[:half] == kinds[half:] and (
+            even or rows[0][0][:half] == rows[0][0][half:]):
+        # the same columns twice, in halves of one width or under one head: an index set in two page
+        # columns, or a long table wrapped beside itself
         parts = [[w for ln in run for w in ln.words if ((w[0] + w[2]) / 2 < cuts[half - 1]) == left]
                  for left in (True, False)]
         return [t for part in parts for r in _runs(_lines(part)) for t in _read(r, rules, fonts, min_rows,
@@ -185,9 +213,8 @@ def _read(run: list[_Line], rules: list[tuple[float, float, float]], fonts: Font
     for edge, keep in ((-1, lambda cx: cx < cuts[-1]), (0, lambda cx: cx > cuts[0])):
         if peel and _running_text([r[0][edge] for r in rows]):
             rest = [w for ln in run for w in ln.words if keep((w[0] + w[2]) / 2)]
-            return [t for r in _runs(_lines(rest)) for t in _read(r, rules, fonts, min_rows, need_rules, peel - 1)]
-    x0 = min(w[0] for ln in run for w in ln.words)
-    x1 = max(w[2] for ln in run for w in ln.words)
+            return [t for r in _runs(_lines(rest))
+                    for t in _read(r, rules, fonts, min_rows, need_rules, peel - 1)]
     y0, y1 = run[0].y0, run[-1].y1
     h = median(ln.height for ln in run)
     across = [y for y, rx0, rx1 in rules if rx0 <= x0 + 0.4 * (x1 - x0) and rx1 >= x1 - 0.4 * (x1 - x0)
@@ -203,12 +230,12 @@ def _read(run: list[_Line], rules: list[tuple[float, float, float]], fonts: Font
                       inside, [r[3] for r in rows])]
 
 
-def _rows(run: list[_Line], cuts: list[float], fonts: Fonts) -> list[tuple[list[str], tuple[float, float], bool, bool]]:
+def _rows(run: list[_Line], cuts: list[float], fonts: Fonts) -> list[_Row]:
     """Each line's words placed in columns by their centre (with whether it is bold throughout and
     ran along a leader: a leader's own dots are left out, and any run into the entry before it);
     a line whose first cell is empty and that fills a single cell is the wrapped rest of the row
     above, joined to it."""
-    rows: list[tuple[list[str], tuple[float, float], bool, bool]] = []
+    rows: list[_Row] = []
     for line in run:
         cells: list[list[str]] = [[] for _ in range(len(cuts) + 1)]
         for w in (w for s in line.segments for w in s):
@@ -220,8 +247,8 @@ def _rows(run: list[_Line], cuts: list[float], fonts: Fonts) -> list[tuple[list[
         bold = all(fonts.bold(w) for s in line.segments for w in s)
         if rows and not texts[0] and sum(1 for t in texts if t) == 1:
             above, (top, _), was_bold, leader = rows[-1]
-            rows[-1] = ([f"{a} {t}".strip() for a, t in zip(above, texts, strict=True)], (top, line.y1), was_bold,
-                        leader or line.leader)
+            joined = [f"{a} {t}".strip() for a, t in zip(above, texts, strict=True)]
+            rows[-1] = (joined, (top, line.y1), was_bold, leader or line.leader)
         else:
             rows.append((texts, (line.y0, line.y1), bold, line.leader))
     return rows

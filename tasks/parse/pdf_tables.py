@@ -177,7 +177,8 @@ class _Fonts:
             for line in block.get("lines", ()):
                 for span in line["spans"]:
                     font = span["font"].lower()
-                    style = (bool(span["flags"] & 16 or "bold" in font), bool(span["flags"] & 8 or MONO.search(font)))
+                    style = (bool(span["flags"] & 16 or "bold" in font),
+                             bool(span["flags"] & 8 or MONO.search(font)))
                     if any(style):
                         for k in range(int(span["bbox"][1] // 20), int(span["bbox"][3] // 20) + 1):
                             buckets.setdefault(k, []).append((span["bbox"], style))
@@ -201,7 +202,8 @@ class _Fonts:
         return id(word) in self.ids[1]
 
 
-def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget: TableBudget, cfg: ParseConfig,
+def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget: TableBudget,
+                     cfg: ParseConfig,
                      regions: list[tuple[float, float, float, float]] | None = None) -> list[Block]:
     """The page's tables: ruled grids, other ruling by ``find_tables`` (within ``budget``), then
     aligned words outside them. ``regions`` (the layout model's table boxes, when it ran) admit
@@ -222,7 +224,8 @@ def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget
             texts = [_from_finder(tab, words()) for tab in budget.find(page, number, box, strategy="text")]
         found += texts
         free = [w for w in free if not within(w, box, 0)]
-    found += [_from_text(t) for t in aligned_tables(free, hrules, fonts, min_rows=3, need_rules=regions is not None)]
+    trusted = aligned_tables(free, hrules, fonts, min_rows=3, need_rules=regions is not None)
+    found += [_from_text(t) for t in trusted]
     _mark_bold(found, words, fonts)
     found.sort(key=lambda f: (f.bbox[1], f.bbox[0]))
     return [block for f in found if table_shape(f.rows) is None
@@ -235,7 +238,8 @@ def _from_text(t) -> _Found:
 
 def _horizontal_rules(rules: list[tuple]) -> list[tuple[float, float, float]]:
     """``(y, x0, x1)`` of the page's horizontal strokes and thin bars (not the sides of boxes)."""
-    return [((y0 + y1) / 2, x0, x1) for x0, y0, x1, y1, _, rect in rules if rect and y1 - y0 <= SNAP < x1 - x0]
+    return [((y0 + y1) / 2, x0, x1) for x0, y0, x1, y1, _, rect in rules
+            if rect and y1 - y0 <= SNAP < x1 - x0]
 
 
 def _ruled(page, number: int, grids: list[_Grid], area: tuple | None, words: Words,
@@ -339,7 +343,8 @@ def _header_rows(f: _Found) -> int:
         k += 1
     if k:
         return k
-    parted = [i for i in range(n - 1) if any(f.bounds[i][1] - 1 <= y <= f.bounds[i + 1][0] + 1 for y in f.rules)]
+    parted = [i for i in range(n - 1)
+              if any(f.bounds[i][1] - 1 <= y <= f.bounds[i + 1][0] + 1 for y in f.rules)]
     if parted and len(parted) < n - 1 and parted[0] < 3:
         return parted[0] + 1
     first = [c for c in f.rows[0] if c and c != LEFT]

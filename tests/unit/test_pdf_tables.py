@@ -40,7 +40,8 @@ def test_horizontal_rules_only_keep_every_body_row_under_the_header():
     [(header, rows)] = _tables("booktabs.pdf")
     assert header == ["Species", "Site", "Count", "Habitat"]
     assert len(rows) == 8 and rows[0] == ["Grey heron", "North pool", "14", "reed bed"]
-    assert rows[2] == ["Curlew", "Salt field", "31", "wet grassland and the margins of the creek"]  # wrapped cell
+    wrapped = "wet grassland and the margins of the creek"  # two lines in its cell
+    assert rows[2] == ["Curlew", "Salt field", "31", wrapped]
     assert rows[-1] == ["Avocet", "Scrape", "7", "shallow scrape"]
 
 
@@ -102,7 +103,8 @@ def test_layout_regions_admit_tables_without_rules_and_only_they_do():
             small.insert_text((x, y), cell, fontsize=9)
     assert _find(small) == []  # two rows of aligned words alone are too few to trust
     [two] = _find(small, regions=[(50, 88, 240, 120)])  # a layout box makes them a table
-    assert (two.component.header, two.component.rows) == (["Day", "High", "Low"], [["Monday", "06:12", "12:30"]])
+    assert two.component.header == ["Day", "High", "Low"]
+    assert two.component.rows == [["Monday", "06:12", "12:30"]]
 
 
 def test_table_budget_and_setting_still_bound_the_finder():
@@ -146,3 +148,52 @@ def test_an_index_set_in_two_columns_is_two_tables_of_entries_and_pages():
     blocks = _find(_aligned_page(rows, (56, 250, 320, 520)))
     assert [b.component.rows for b in blocks] == [[list(r[:2]) for r in rows], [list(r[2:]) for r in rows]]
     assert [b.component.header for b in blocks] == [None, None]  # a first row holding numbers is no header
+
+
+WORDS = ["harbour", "quay", "marsh", "tide", "pilot", "lock", "gate", "crane", "barge", "ledger", "dues", "berth",
+         "mooring", "rope", "tar", "canvas"]
+
+
+def _random_table(seed: int, style: str):
+    """A page with a table of random words and numbers (numbers right-aligned), ruled in ``style``,
+    between two paragraphs; returns the page and its (header, rows)."""
+    import random
+
+    import pymupdf
+
+    rng = random.Random(seed)
+    ncol, nrow, size = rng.randint(2, 5), rng.randint(3, 10), rng.choice([8, 9, 10])
+    numeric = [j > 0 and rng.random() < 0.5 for j in range(ncol)]
+    header = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 2))).capitalize() for _ in range(ncol)]
+    rows = [[f"{rng.randint(0, 99999):,}" if numeric[j] else rng.choice(WORDS).capitalize() for j in range(ncol)]
+            for _ in range(nrow)]
+    widths = [max(pymupdf.get_text_length(r[j], fontsize=size, fontname="hebo") for r in [header, *rows])
+              for j in range(ncol)]
+    gutter, pitch = rng.uniform(0.8, 2.5) * size, size * rng.uniform(1.3, 1.9)
+    xs = [56.0]
+    for w in widths[:-1]:
+        xs.append(xs[-1] + w + gutter)
+    page = pymupdf.open().new_page()
+    page.insert_textbox((56, 50, 540, 120), "Running text before the table says what it holds and where the "
+                        "figures in it came from.", fontsize=10)
+    ys = [130 + i * pitch for i in range(nrow + 2)]
+    for i, row in enumerate([header, *rows]):
+        font = "hebo" if i == 0 and not style.startswith("plain") else "helv"
+        for j, cell in enumerate(row):
+            shift = widths[j] - pymupdf.get_text_length(cell, fontsize=size, fontname=font) if numeric[j] else 0
+            page.insert_text((xs[j] + shift, ys[i + 1] - 0.3 * pitch), cell, fontsize=size, fontname=font)
+    x1 = xs[-1] + widths[-1] + 4
+    for y in {"none": [], "plain": [], "plain head": [ys[1]], "booktabs": [ys[0], ys[1], ys[-1]], "every": ys}[style]:
+        page.draw_line((52, y), (x1, y), width=0.6)
+    page.insert_textbox((56, ys[-1] + 16, 540, ys[-1] + 80), "Running text after the table.", fontsize=10)
+    return page, (header, rows)
+
+
+@pytest.mark.parametrize("style", ["none", "plain", "plain head", "booktabs", "every"])
+def test_generated_tables_read_back_whole(style):
+    """Random tables (2-5 columns, 3-10 rows, gutters of 0.8-2.5 em), no rules, a rule under the
+    head, booktabs or a rule under every row: the head (bold, over a rule, or plain and first)
+    comes back as the header, every row and cell as written."""
+    for seed in range(8):
+        page, table = _random_table(seed, style)
+        assert [(b.component.header, b.component.rows) for b in _find(page)] == [table], seed
