@@ -86,6 +86,26 @@ def test_rowspan_colspan_and_multirow_header():
     assert table.table_kind == "data"
 
 
+def test_a_header_cell_spanning_rows_labels_body_rows():
+    """A row holding only a <th rowspan> labels the rows below it: they stay body rows, each with
+    the label's text (the label's own row, nothing but the label, is not a row of its own); a header
+    row whose spanning cell runs past it stays the header."""
+    parsed = doc("<main><table><tr><th>Region</th><th>City</th><th>People</th></tr>"
+                 "<tr><th rowspan=3><a href='north.html'>North</a></th></tr>"
+                 "<tr><td>Oslo</td><td>700</td></tr><tr><td>Bergen</td><td>290</td></tr>"
+                 "<tr><th>South</th><td>Arendal</td><td>45</td></tr></table></main>")
+    (table,) = parsed.components
+    assert table.header == ["Region", "City", "People"]
+    assert table.rows == [["North", "Oslo", "700"], ["North", "Bergen", "290"], ["South", "Arendal", "45"]]
+    assert [(lk.url, lk.row) for lk in table.links] == [("http://h.test/dir/north.html", 0)]
+    label_only = doc("<main><table><tr><th rowspan=2>North</th></tr><tr><td>Oslo</td><td>700</td></tr></table></main>")
+    assert label_only.components[0].header is None
+    assert label_only.components[0].rows == [["North", "Oslo", "700"]]
+    too_long = doc("<main><table><tr><th rowspan=2>Pos</th><th>Driver</th></tr><tr><td>1</td><td>Hill</td></tr>"
+                   "</table></main>")
+    assert too_long.components[0].header == ["Pos", "Driver", ""]
+
+
 def test_infobox_by_class_and_by_shape():
     by_class = doc("<main><table class='infobox'><tr><th colspan=2>Thing</th></tr>"
                    "<tr><th>Color</th><td>Red</td></tr><tr><th>Size</th><td>Big</td></tr></table></main>")
@@ -104,6 +124,24 @@ def test_nested_table_is_handled_once():
     assert len(tables) == 2
     all_text = " ".join(c.text for c in parsed.components)
     assert all_text.count("inner1") == 1
+
+
+def test_a_table_of_one_row_or_column_in_a_cell_is_its_text():
+    """A line of a table (one row, or one column) inside a cell is the cell's text, where it stands;
+    a table of rows and columns inside a cell is a table of its own. Every word is read once."""
+    parsed = doc("<main><table><tr><th>Member</th><th>Labels</th></tr>"
+                 "<tr><td><table><tr><td>int draw</td><td>(</td><td>int x</td><td>)</td></tr></table></td>"
+                 "<td>virtual</td></tr>"
+                 "<tr><td>Seasons <table><tr><td>prev1936</td></tr><tr><td>next1938</td></tr></table></td>"
+                 "<td>all</td></tr>"
+                 "<tr><td>Scores</td><td><table><tr><th>half</th><th>points</th></tr>"
+                 "<tr><td>first</td><td>inner9</td></tr></table></td></tr></table></main>")
+    outer, inner = parsed.components
+    assert outer.rows == [["int draw ( int x )", "virtual"], ["Seasons prev1936 next1938", "all"], ["Scores", ""]]
+    assert inner.header == ["half", "points"] and inner.rows == [["first", "inner9"]]
+    words = " ".join(c.text for c in parsed.components).split()
+    for word in ("draw", "virtual", "prev1936", "next1938", "Scores", "half", "inner9"):
+        assert words.count(word) == 1, word
 
 
 def test_cell_links_know_their_row():
@@ -161,14 +199,33 @@ def test_malformed_html_still_parses():
 
 @pytest.mark.parametrize("body", [b"", b"   \n ", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary"])
 def test_unusable_bytes_raise_parse_error(body):
-    with pytest.raises(ParseError):
+    with pytest.raises(ParseError) as raised:
         parse_html(body, "http://h.test/")
+    assert raised.value.reason == "unparsable_html"
 
 
 def test_page_without_content_has_no_components():
     parsed = parse_html(b"<html><head><title>x</title><script>render()</script></head><body><div id=app></div></body></html>",
                         "http://h.test/")
     assert parsed.components == []
+
+
+def test_headings_with_nothing_under_them_are_text():
+    """A heading nothing follows before the next heading of its level or higher (or the page's end)
+    is a paragraph of its own under the headings above it, so that a page of headings alone has
+    components; a heading with content under it stays a section name only, and so does a site's
+    name above the page (a heading that is all a link to a page)."""
+    only = doc("<main><h1>Guide</h1><h2>Install</h2><h2>Configure</h2><h3>Options</h3></main>")
+    assert [(c.kind, c.text, c.section_path) for c in only.components] == [
+        ("paragraph", "Install", ["Guide"]), ("paragraph", "Options", ["Guide", "Configure"])]
+    normal = doc("<main><h1><a href='index.html'>Site name</a></h1><h1>Page</h1><p>Intro text.</p>"
+                 "<h2>Empty part</h2><h2>Part</h2><p>Part text.</p></main>")
+    assert [(c.text, c.section_path) for c in normal.components] == [
+        ("Intro text.", ["Page"]), ("Empty part", ["Page"]), ("Part text.", ["Page", "Part"])]
+    in_note = doc("<main><h2>Top</h2><p>Top text.</p><div class='note'><p class='admonition-title'>Note</p>"
+                  "<h4>Inside</h4></div><h2>Next</h2><p>Next text.</p></main>")
+    assert [(c.text, c.section_path) for c in in_note.components] == [
+        ("Top text.", ["Top"]), ("Note", ["Top"]), ("Inside", ["Top"]), ("Next text.", ["Next"])]
 
 
 def test_content_named_like_chrome_stays():

@@ -1,9 +1,12 @@
 """Parse: HTML bytes → a ``ParsedPage`` of paragraphs, code blocks, lists, tables and images with their links.
 
 Reads raw page bytes (any encoding) and the URL they came from; writes nothing. Keeps the section
-path (heading hierarchy) of every component; expands table colspan/rowspan, detects header rows
-and infobox key/value tables, handles nested tables once; resolves image ``src`` and finds
-captions; ``<video>`` elements become video components with their source and caption track.
+path (heading hierarchy) of every component, and a heading with nothing under it is a paragraph of
+its own (a page of headings alone is not empty); expands table colspan/rowspan, detects header
+rows (a row of ``<th>`` cells spanning down labels body rows, it is no header) and infobox
+key/value tables, reads a table of one row or column inside a cell as the cell's text and a larger
+one as a table of its own; resolves image ``src`` and finds captions; ``<video>`` elements become
+video components with their source and caption track.
 
 Written for the shapes documentation generators give pages as much as for Wikipedia's: a
 ``<pre>`` is a ``code`` component with its lines kept (line-number gutters and copy buttons left

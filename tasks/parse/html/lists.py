@@ -20,8 +20,8 @@ MAX_TERM_SECTION_CHARS = 600
 
 
 class ListReader:
-    """Lists and definition lists; mixed into ``HtmlParser`` (walker.py), whose state (consumed, sections, dl_depth) and walk
-    (inline, block, emit, flush_prefix, set_prefix, table) it uses."""
+    """Lists and definition lists; mixed into ``HtmlParser`` (walker.py), whose state (consumed,
+    sections, dl_depth) and walk (inline, block, emit, flush_prefix, set_prefix, table) it uses."""
 
     def list_(self, el: etree._Element) -> None:
         """A list (nested lists flattened): its items, each a segment, in components of up to
@@ -140,12 +140,12 @@ class ListReader:
         if term.strip():
             self.flush_prefix()
             if len(term) <= MAX_TERM_SECTION_CHARS:  # a "term" that is a paragraph is no section name
-                self.sections.append((TERM_LEVEL + self.dl_depth, term.strip()))
+                self.open_section(TERM_LEVEL + self.dl_depth, term.strip())
             self.set_prefix(term, links)
         for dd in dds:
             self.block(dd)
         self.flush_prefix()
-        self.sections = saved
+        self.restore_sections(saved)
         for table in tables:
             self.table(table)
 

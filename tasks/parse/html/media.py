@@ -17,8 +17,8 @@ from laminae.tasks.parse.html.text import TextBuilder
 
 
 class MediaReader:
-    """Figures, images and videos; mixed into ``HtmlParser`` (walker.py), whose state (consumed, components, cfg) and walk
-    (inline, block, dispatch, resolve, section_path) it uses."""
+    """Figures, images and videos; mixed into ``HtmlParser`` (walker.py), whose state (consumed,
+    components, cfg) and walk (inline, block, dispatch, resolve, section_path) it uses."""
 
     def figure(self, el: etree._Element) -> None:
         caption_el = el.find(".//figcaption")

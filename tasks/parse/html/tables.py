@@ -62,22 +62,25 @@ class TableReader:
         nested: list[etree._Element] = []
         grid: list[list[tuple[str, list[Link], bool] | None]] = []
         in_head: list[bool] = []
+        spans: list[list[int]] = []  # per row: the rowspan of each cell it holds itself
         pending: dict[int, tuple[int, tuple[str, list[Link], bool]]] = {}  # col -> (rows left, cell)
         for tr in rows:
             if should_skip(tr):
                 continue
             out: list[tuple[str, list[Link], bool] | None] = []
+            own: list[int] = []
             col = 0
             for td in tr:
                 if not isinstance(td.tag, str) or td.tag not in ("td", "th") or should_skip(td):
                     continue
                 col = _fill_spanned(out, col, pending)
                 tb = TextBuilder()
-                self.inline(td, tb, with_tail=False, nested_tables=nested)
+                self.inline(td, tb, with_tail=False, nested_tables=nested, in_cell=True)
                 text, links = tb.finish()
                 cell = (text, links, td.tag == "th")
                 colspan = min(int_attr(td, "colspan") or 1, MAX_SPAN)
                 rowspan = min(int_attr(td, "rowspan") or 1, MAX_SPAN)
+                own.append(rowspan)
                 for i in range(colspan):
                     out.append(cell if i == 0 else (text, [], td.tag == "th"))
                     if rowspan > 1:
@@ -87,6 +90,7 @@ class TableReader:
             if out:
                 grid.append(out)
                 in_head.append(tr.getparent().tag == "thead")
+                spans.append(own)
         caption_el = el.find("./caption")
         caption = self.plain_text(caption_el).strip() if caption_el is not None else None
         if grid:
@@ -96,11 +100,12 @@ class TableReader:
             if "infobox" in (el.get("class") or "").lower() or _is_key_value(grid):
                 self._infobox(grid, caption)
             else:
-                self._data_table(grid, in_head, caption)
+                self._data_table(grid, in_head, caption, spans)
         for table in nested:
             self.table(table)
 
-    def _data_table(self, grid, in_head: list[bool], caption: str | None) -> None:
+    def _data_table(self, grid, in_head: list[bool], caption: str | None,
+                    spans: list[list[int]] | None = None) -> None:
         n_head = 0
         for r, head in zip(grid, in_head, strict=True):
             cells = [c for c in r if c is not None]
@@ -108,6 +113,8 @@ class TableReader:
                 n_head += 1
             else:
                 break
+        if spans:
+            n_head = _header_rows(n_head, in_head, spans)
         if n_head == len(grid):  # only header-like rows: read them as data
             n_head = 0
         width = len(grid[0])
@@ -117,6 +124,7 @@ class TableReader:
             if title and title != caption:
                 caption = f"{caption} / {title}" if caption else title
             grid, in_head, n_head = grid[1:], in_head[1:], n_head - 1
+            spans = spans[1:] if spans else spans
         header: list[str] | None = None
         if n_head:
             header = []
@@ -128,13 +136,18 @@ class TableReader:
                         labels.append(label)
                 header.append(" / ".join(labels))
         rows, links = [], []
-        for r in grid[n_head:]:
+        carried: list[Link] = []  # a label's links, for the first row that repeats it
+        for i in range(n_head, len(grid)):
+            r = grid[i]
             cells = [c[0].strip() if c else "" for c in r]
             if not any(cells):
                 continue
-            for c in r:
-                if c:
-                    links.extend(Link(lk.url, lk.anchor, row=len(rows)) for lk in c[1])
+            if spans and _label_only(grid, spans, i):
+                carried.extend(lk for c in r if c for lk in c[1])
+                continue
+            for lk in [*carried, *(lk for c in r if c for lk in c[1])]:
+                links.append(Link(lk.url, lk.anchor, row=len(rows)))
+            carried = []
             rows.append(cells)
         for r in grid[:n_head]:
             for c in r:
@@ -193,6 +206,40 @@ def _fill_spanned(out: list, col: int, pending: dict) -> int:
             pending[col] = (left - 1, cell)
         col += 1
     return col
+
+
+def _header_rows(n_head: int, in_head: list[bool], spans: list[list[int]]) -> int:
+    """The header ends before a row of ``<th>`` cells that all span down past it (a row's label,
+    "North" over the rows of its cities, not a column's): the rows they span are body rows, each
+    with the label's text (a ``<thead>`` row stays a header row)."""
+    while True:
+        labels = [i for i in range(n_head)
+                  if not in_head[i] and spans[i] and all(i + span > n_head for span in spans[i])]
+        if not labels:
+            return n_head
+        n_head = labels[0]
+
+
+def line_table(el: etree._Element) -> bool:
+    """A table of one row or one column (not a code block beside its line numbers): a line of text
+    when it stands in another table's cell (Doxygen's signature beside its labels, a season's
+    "« 1936 1938 »" in an infobox), where a table of rows and columns is a table of its own."""
+    if classes_of(el) & CODE_TABLE_CLASSES:
+        return False
+    rows = [[c for c in tr if tag_of(c) in ("td", "th") and not should_skip(c)]
+            for tr in el.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr") if not should_skip(tr)]
+    rows = [r for r in rows if r]
+    return len(rows) <= 1 or all(len(r) == 1 and (int_attr(r[0], "colspan") or 1) == 1 for r in rows)
+
+
+def _label_only(grid, spans: list[list[int]], i: int) -> bool:
+    """Does row ``i`` hold only cells that span down (a row's label on a row of its own), all of
+    whose text the next row repeats in the same columns?"""
+    if i + 1 >= len(grid) or not spans[i] or any(span < 2 for span in spans[i]):
+        return False
+    below = grid[i + 1]
+    return all(not c or not c[0].strip() or (below[col] is not None and below[col][0] == c[0])
+               for col, c in enumerate(grid[i]))
 
 
 def _spans_all(row: list) -> bool:

@@ -8,6 +8,7 @@ Reads page bytes and the URL they came from; writes a ``ParsedPage``. Raises ``P
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from lxml import etree
 
@@ -27,13 +28,23 @@ from laminae.tasks.parse.html.chrome import (
 from laminae.tasks.parse.html.code import CodeReader
 from laminae.tasks.parse.html.lists import ListReader
 from laminae.tasks.parse.html.media import MediaReader, image_text_proxy
-from laminae.tasks.parse.html.tables import TableReader
+from laminae.tasks.parse.html.tables import TableReader, line_table
 from laminae.tasks.parse.html.text import MAX_COMPONENT_CHARS, TextBuilder, prefixed, split_paragraph
 from laminae.tasks.parse.html.tree import UNPARSABLE, decode_html, page_tree
 
 CONTENT_ROOTS = (
     "//*[@id='mw-content-text']", "//main", "//*[@role='main']", "//article", "//*[@id='content']",
 )
+
+
+class Section(NamedTuple):
+    """A heading (or a definition's term) above what follows it."""
+
+    level: int
+    name: str
+    opened_at: int | None = None  # components when a heading opened it; None: no paragraph if it stays empty
+    elsewhere: bool = False  # the heading is all one link to another page (a site's name over its pages)
+
 
 MAX_HEADING_CHARS = 600  # a longer heading is also a paragraph of its own, its section name cut
 MAX_TITLE_CHARS = 1000
@@ -52,7 +63,9 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
         if base is not None and self._short(base.get("href")):
             self.base_url = page_base(url, base.get("href"))
         self.components: list[Component] = []
-        self.sections: list[tuple[int, str]] = []
+        self.sections: list[Section] = []
+        self.heading_paragraphs: list[Component] = []  # headings nothing followed, as paragraphs
+        self.elsewhere_headings: list[Component] = []  # those of them that are all a link elsewhere
         self.consumed: set[etree._Element] = set()
         self.title = ""
         # a label waiting for the next paragraph: a note's "Warning", a definition's term
@@ -61,7 +74,7 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
 
     # -- helpers -------------------------------------------------------------------------------
     def section_path(self) -> list[str]:
-        return [text for _, text in self.sections]
+        return [s.name for s in self.sections]
 
     def resolve(self, href: str | None) -> str | None:
         return resolve_href(self.base_url, href) if self._short(href) else None
@@ -87,8 +100,11 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
         with_tail: bool = True,
         row: int | None = None,
         nested_tables: list[etree._Element] | None = None,
+        in_cell: bool = False,
     ) -> None:
-        """Append the text of ``el`` (and its tail) to ``tb``; images found become components."""
+        """Append the text of ``el`` (and its tail) to ``tb``; images found become components. A table
+        inside goes to ``nested_tables`` (read after as a table of its own), but a table of one row or
+        one column inside a table's cell (``in_cell``) is a line of text and read where it stands."""
         tag = el.tag if isinstance(el.tag, str) else ""
         if not tag or should_skip(el) or el in self.consumed:
             if with_tail:
@@ -104,7 +120,7 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
             tb.space()
         elif tag == "math":
             tb.add(el.get("alttext") or "")
-        elif tag == "table" and nested_tables is not None:
+        elif tag == "table" and nested_tables is not None and not (in_cell and line_table(el)):
             nested_tables.append(el)
         else:
             block = tag in BLOCK_TAGS
@@ -114,7 +130,8 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
             start = tb.length
             tb.add(el.text)
             for child in el:
-                self.inline(child, tb, collect_images=collect_images, row=row, nested_tables=nested_tables)
+                self.inline(child, tb, collect_images=collect_images, row=row, nested_tables=nested_tables,
+                            in_cell=in_cell)
             if link_url:
                 tb.links.append(Link(link_url, "", start, tb.length, row))
             if block:
@@ -212,13 +229,45 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
         if not text:
             return
         self.flush_prefix()
-        while self.sections and self.sections[-1][0] >= level:
-            self.sections.pop()
+        while self.sections and self.sections[-1].level >= level:
+            self.close_section()
         if len(text) > MAX_HEADING_CHARS:  # every component below repeats its section path: a
             # paragraph-long "heading" is read as the paragraph it is, and names its section cut
             self.emit(Component("paragraph", text, self.section_path(), []))
-            text = text[:MAX_HEADING_CHARS].rsplit(" ", 1)[0] + " …"
-        self.sections.append((level, text))
+            self.sections.append(Section(level, text[:MAX_HEADING_CHARS].rsplit(" ", 1)[0] + " …"))
+            return
+        self.sections.append(Section(level, text, len(self.components), self._links_elsewhere(el, text)))
+
+    def _links_elsewhere(self, el: etree._Element, text: str) -> bool:
+        """Is the heading's text all links to pages (another, or this one's top: ``href="#"``), not
+        to a part of this page (docutils' "toc-backref" headings)?"""
+        anchors = [a for a in el.iter("a") if not should_skip(a)]
+        if not anchors or " ".join(" ".join(a.text_content().split()) for a in anchors) != text:
+            return False
+        return all((a.get("href") or "").strip() == "#" or self.resolve(a.get("href")) for a in anchors)
+
+    def close_section(self) -> None:
+        """End the innermost section. A heading with nothing under it (the next heading of its
+        level or higher, or the page's end, came first) is text all the same: a paragraph of its
+        own, under the headings above it (else a page of headings alone would index nothing)."""
+        self.flush_prefix()
+        section = self.sections.pop()
+        if section.opened_at is not None and section.opened_at == len(self.components):
+            comp = Component("paragraph", section.name, self.section_path(), [])
+            self._append(comp)
+            self.heading_paragraphs.append(comp)
+            if section.elsewhere:
+                self.elsewhere_headings.append(comp)
+
+    def open_section(self, level: int, name: str) -> None:
+        """A section under a name that is text already (a definition's term, its paragraph's label)."""
+        self.sections.append(Section(level, name))
+
+    def restore_sections(self, saved: list[Section]) -> None:
+        """Back to the sections before a note or a definition: those opened inside it end there."""
+        while self.sections and not any(self.sections[-1] is s for s in saved):
+            self.close_section()
+        self.sections = saved
 
     def admonition(self, el: etree._Element, title: etree._Element | None) -> None:
         """A note, tip or warning: its label starts its first paragraph ("Warning: ..."); a heading
@@ -240,7 +289,7 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
             self.set_prefix(*tb.finish())
         self.block(body)
         self.flush_prefix()
-        self.sections = saved
+        self.restore_sections(saved)
 
 
     def parse(self) -> ParsedPage:
@@ -276,6 +325,9 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
             self.block(header)  # Asciidoctor: the title and a manual page's NAME line sit before #content
         self.block(content)
         self.flush_prefix()
+        while self.sections:
+            self.close_section()
+        self._keep_heading_paragraphs(content)
         for comp in self.components:
             if comp.kind in ("image", "video"):
                 comp.text = image_text_proxy(comp, self.title)
@@ -291,6 +343,19 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
             page.warnings.append("navigation_only: the page holds only a table of contents (a chapter's or a "
                                  "part's index page of a documentation site); nothing to index")
         return page
+
+    def _keep_heading_paragraphs(self, content: etree._Element) -> None:
+        """Headings nothing followed stay text where the page has more, but for those that are all one
+        link to another page (a site's name above its page: navigation, as before); where the page
+        has nothing else, all of them, unless it holds a table of contents (a chapter's title over
+        its index: ``navigation_only``)."""
+        if not self.heading_paragraphs:
+            return
+        drop = set(map(id, self.elsewhere_headings))
+        if len(self.components) == len(self.heading_paragraphs):
+            drop = set(map(id, self.components)) if table_of_contents(content) else set()
+        if drop:
+            self.components = [c for c in self.components if id(c) not in drop]
 
 
 def parse_html(body: bytes, url: str, cfg: ParseConfig | None = None, charset: str | None = None) -> ParsedPage:
