@@ -29,6 +29,7 @@ from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_
 from laminae.tasks.parse.html import ParseError, image_text_proxy
 from laminae.tasks.parse.isolated import extend_deadline
 from laminae.tasks.parse.pdf_blocks import Block, Words, cell_text, within
+from laminae.tasks.parse.pdf_drawings import drawings
 from laminae.tasks.parse.pdf_figures import figures, take_captions, take_labels
 from laminae.tasks.parse.pdf_headings import assign_headings
 from laminae.tasks.parse.pdf_layout import MARGIN_REGIONS, available, boxes, label_blocks, page_regions
@@ -242,6 +243,7 @@ def _read_page(page, number: int, url: str, cfg: ParseConfig, scans: Scans, budg
     words = Words(page, textpage)
     tables = (find_page_tables(page, number, rules, words, budget, cfg, boxes(regions, "table") if regions else None)
               if cfg.pdf_tables and blocks else [])
+    images += drawings(page, number, rules, blocks, tables, images, warnings, boxes(regions, "picture"))
     return blocks, (tables, images, _links(page, url, words))
 
 

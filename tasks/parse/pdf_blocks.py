@@ -35,6 +35,9 @@ class Block:
     row_bounds: list[tuple[float, float]] = field(default_factory=list)  # tables: y-range of each data row
     region: str = ""  # the layout model's class of the region it lies in, when the model ran
 
+    def text_so_far(self) -> str:
+        return " ".join(self.lines)
+
 
 def join_lines(lines: list[str]) -> str:
     out = ""

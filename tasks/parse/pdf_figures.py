@@ -29,8 +29,8 @@ def _touch(a: tuple, b: tuple, slack: float = TOUCH) -> bool:
     return a[0] <= b[2] + slack and b[0] <= a[2] + slack and a[1] <= b[3] + slack and b[1] <= a[3] + slack
 
 
-def _groups(boxes: list[tuple]) -> list[list[int]]:
-    """Indices of boxes that touch, transitively (union-find)."""
+def groups(boxes: list[tuple], slack: float = TOUCH) -> list[list[int]]:
+    """Indices of boxes that touch (within ``slack`` points), transitively (union-find)."""
     parent = list(range(len(boxes)))
 
     def find(i: int) -> int:
@@ -42,9 +42,9 @@ def _groups(boxes: list[tuple]) -> list[list[int]]:
     order = sorted(range(len(boxes)), key=lambda i: boxes[i][0])
     for n, i in enumerate(order):
         for j in order[n + 1:]:
-            if boxes[j][0] > boxes[i][2] + TOUCH:
+            if boxes[j][0] > boxes[i][2] + slack:
                 break
-            if _touch(boxes[i], boxes[j]):
+            if _touch(boxes[i], boxes[j], slack):
                 parent[find(i)] = find(j)
     out: dict[int, list[int]] = {}
     for i in range(len(boxes)):
@@ -56,7 +56,7 @@ def figures(page, number: int, raw: list[dict], cfg: ParseConfig, warnings: list
     """The page's figures: single images as they are stored, tiles merged and rendered as one."""
     boxes = [tuple(b["bbox"]) for b in raw]
     out: list[Block] = []
-    for group in _groups(boxes):
+    for group in groups(boxes):
         if len(group) == 1:
             image = image_block(raw[group[0]], number, cfg, warnings)
             if image is not None:

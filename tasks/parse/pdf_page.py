@@ -3,8 +3,9 @@ of vector paths.
 
 Reads a pymupdf page and its text page; returns ``Block``s in page points. Writes nothing. Text
 lines (``laminae.tasks.parse.pdf_text``) join into blocks of one style; a new block starts where
-the type size, weight or slant changes, a gap wider than 0.8 of a line opens, or a line opens a
-"Figure N" / "Table N" caption. Lines whose characters have no Unicode map gather in blocks of
+the type size or weight changes, the slant changes around a short line (an italic heading; an
+italic phrase that fills a line of a paragraph stays in it), a gap wider than 0.8 of a line opens,
+or a line opens a "Figure N:" / "Table N." caption. Lines whose characters have no Unicode map gather in blocks of
 their own, marked ``garbled``.
 """
 
@@ -17,7 +18,7 @@ from laminae.tasks.parse.document import Component
 from laminae.tasks.parse.pdf_blocks import Block, join_lines
 from laminae.tasks.parse.pdf_text import read_line
 
-CAPTION = re.compile(r"^(figure|fig\.|table)\s*\d+", re.IGNORECASE)
+CAPTION = re.compile(r"^(figure|fig\.|table)\s*\d+(\.\d+)*\s*[.:\u2013\u2014|-]\s", re.IGNORECASE)
 WEB_IMAGE_EXT = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif"}
 
 
@@ -48,8 +49,11 @@ def page_blocks(page, number: int, textpage) -> tuple[list[Block], list[dict], l
                     current.symbols = True
                 continue
             caption = bool(CAPTION.match(line.text))
+            # an italic line alone may be a heading; an italic stretch inside a paragraph stays in it
+            slant = current is not None and line.italic != current.italic and _short(line.text if line.italic
+                                                                                      else current.text_so_far())
             if (current is None or abs(line.size - current.size) > 0.6 or line.weight != current.weight
-                    or line.italic != current.italic or gap or caption or line.garbled != current.garbled):
+                    or slant or gap or caption or line.garbled != current.garbled):
                 current = Block(number, line.bbox, size=line.size, bold=line.weight == 2, weight=line.weight,
                                 italic=line.italic, gap_before=gap, garbled=line.garbled)
                 out.append(current)
@@ -62,6 +66,10 @@ def page_blocks(page, number: int, textpage) -> tuple[list[Block], list[dict], l
     for b in out:
         b.text = join_lines(b.lines)
     return [b for b in out if b.text], images, rules
+
+
+def _short(text: str) -> bool:
+    return len(text.split()) <= 10 and not text.rstrip().endswith((".", ",", ";"))
 
 
 def image_block(block: dict, number: int, cfg: ParseConfig, warnings: list[str]) -> Block | None:

@@ -5,7 +5,8 @@ Reads the spans of pymupdf's ``dict`` text; returns a ``Line``. Writes nothing. 
 spaces as spans of their own (kept as one space); where a PDF has no space character between two
 spans, a gap wider than ``WORD_GAP`` of the type size is a word break. Ligature glyphs (ﬁ ﬂ ﬀ ﬃ ﬄ
 ﬅ ﬆ) and Arabic presentation forms become the letters they stand for (NFKC on those code points
-only), so that "conﬁguration" is searched and embedded as "configuration". Spans in a dingbat
+only), so that "conﬁguration" is searched and embedded as "configuration"; so do the control
+codes that TeX's OT1 encoding uses for ligatures (a font without a Unicode map: "\\x0c" is "fi"). Spans in a dingbat
 font (ZapfDingbats, Wingdings, Webdings) and private-use code points are check boxes, bullets
 and arrows: dropped from the text, and the line is marked so that it never becomes a heading. A
 span whose characters are implausible as text (control characters, U+FFFD, private-use code points,
@@ -30,6 +31,7 @@ EXPAND = re.compile("[\ufb00-\ufb06\ufb50-\ufdff\ufe70-\ufefe]")  # Latin ligatu
 PRIVATE = re.compile("[\ue000-\uf8ff]")
 BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd\ue000-\uf8ff]")
 RARE_LATIN1 = re.compile("[\u00a1-\u00bf\u00c0-\u00ff]")
+OT1 = str.maketrans({"\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl"})
 
 
 @dataclass
@@ -51,6 +53,11 @@ def expand(text: str) -> str:
     return EXPAND.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
 
 
+def ot1(text: str) -> str:
+    """TeX's OT1 ligature codes (a Type 1 font without a Unicode map) as the letters they stand for."""
+    return text.translate(OT1) if min(text, default=" ") < " " else text
+
+
 def garbled(text: str) -> bool:
     """Whether characters look like a font's glyph ids rather than text (no Unicode map)."""
     chars = [c for c in text if not c.isspace()]
@@ -59,8 +66,8 @@ def garbled(text: str) -> bool:
     bad = len(BAD.findall(text))
     if bad >= max(2, 0.05 * len(chars)):
         return True
-    rare = len(RARE_LATIN1.findall(text))  # "]üìÆüéê •ìê": German or French text has a few per cent
-    return len(chars) >= 8 and rare >= 0.3 * len(chars)
+    rare = len(RARE_LATIN1.findall(text))  # "]üìÆüéê •ìê": French or German text has up to a third
+    return len(chars) >= 8 and rare >= 0.45 * len(chars)
 
 
 def weight_of(span: dict) -> int:
@@ -87,7 +94,7 @@ def read_line(line: dict) -> Line | None:
     previous = None
     font = ""
     for span in line["spans"]:
-        text = span["text"]
+        text = ot1(span["text"])
         if not text:
             continue
         if text.isspace():

@@ -10,8 +10,9 @@ space characters at all, ligature glyphs, two columns whose gutter sits off the 
 headings at body size and "Medium" subheadings one point larger, a line of ZapfDingbats check
 boxes, a figure drawn as 4x8 abutting image tiles beside a second figure (each with its caption)
 with callout labels over it, a paragraph in an embedded font whose ToUnicode map was removed (its
-characters extract as glyph ids: garbage), right-to-left Arabic and Hebrew paragraphs, and three
-columns above and below a figure that spans them.
+characters extract as glyph ids: garbage), right-to-left Arabic and Hebrew paragraphs, three
+columns above and below a figure that spans them, and a bar chart drawn with vector paths whose
+tick and axis labels lie inside it.
 
 Fonts: pymupdf's base-14 fonts and DejaVu Sans (``/usr/share/fonts``; it has the ligature, Arabic and
 Hebrew glyphs). Writes nothing but the bytes it returns.
@@ -326,6 +327,34 @@ def three_columns() -> tuple[bytes, str]:
     return d.tobytes()
 
 
+def vector_chart() -> tuple[bytes, str]:
+    """A bar chart drawn with vector paths (no image): axes, bars, tick and axis labels inside it;
+    its caption below."""
+    d = Doc()
+    d.heading("Water drawn each month")
+    d.paragraph(PROSE[3])
+    x0, top, height = LEFT + 30, d.y + 10, 160.0
+    bottom = top + height
+    d.page.draw_line((x0, top), (x0, bottom))
+    d.page.draw_line((x0, bottom), (x0 + 300, bottom))
+    months = ("Jan", "Feb", "Mar", "Apr", "May", "Jun")
+    for i, month in enumerate(months):
+        value = 40 + (i * 37) % 110
+        bx = x0 + 12 + i * 48
+        d.page.draw_rect((bx, bottom - value, bx + 30, bottom), color=None, fill=(0.2, 0.45, 0.7))
+        d.page.insert_text((bx + 4, bottom + 12), month, fontname="helv", fontsize=8)
+    for tick in range(0, 160, 50):
+        d.page.draw_line((x0 - 4, bottom - tick), (x0, bottom - tick))
+        d.page.insert_text((x0 - 22, bottom - tick + 3), str(tick), fontname="helv", fontsize=8)
+    d.page.insert_text((x0 + 90, top + 8), "Megalitres drawn", fontname="helv", fontsize=8)
+    caption = "Figure 3: water drawn from the lower basin by month"
+    d.page.insert_text((LEFT, bottom + 32), caption, fontname="helv", fontsize=9)
+    d.reference.append(caption)
+    d.y = bottom + 46
+    d.paragraph(PROSE[4])
+    return d.tobytes()
+
+
 DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "tex_spaces.pdf": tex_spaces,
     "glyph_gaps.pdf": glyph_gaps,
@@ -335,4 +364,5 @@ DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "unmapped_font.pdf": unmapped_font,
     "rtl.pdf": rtl,
     "three_columns.pdf": three_columns,
+    "vector_chart.pdf": vector_chart,
 }

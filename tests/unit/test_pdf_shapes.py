@@ -113,3 +113,26 @@ def test_layout_model_setting_reads_the_shapes_as_well():
     page, reference = _parse("offcentre_columns.pdf", ParseConfig(pdf_layout="model"))
     assert LayoutClock.pages - before == 2
     assert _read(page) == _reference_blocks(reference)[0]
+
+
+def test_a_vector_chart_is_one_figure_with_its_labels_and_caption():
+    page, _ = _parse("vector_chart.pdf")
+    [chart] = [c for c in page.components if c.kind == "image"]
+    assert chart.caption == "Figure 3: water drawn from the lower basin by month"
+    assert chart.alt.split(", ")[:2] == ["150 Megalitres drawn", "100"] and "Jun" in chart.alt
+    assert chart.image_data.startswith(b"\x89PNG") and chart.width > 500
+    assert [c.kind for c in page.components] == ["paragraph", "image", "paragraph"]
+
+
+def test_a_shaded_box_around_prose_stays_text():
+    from tests.support.pdf_shapes import Doc
+
+    d = Doc()
+    d.page.draw_rect((50, 90, 545, 200), color=None, fill=(0.9, 0.9, 0.8))
+    d.page.draw_rect((50, 90, 545, 96), color=None, fill=(0.2, 0.2, 0.5))
+    d.page.draw_line((50, 200), (545, 200))
+    d.y = 100
+    d.paragraph(PROSE[0])
+    d.paragraph(PROSE[1])
+    page = parse_pdf(d.tobytes()[0], URL.format("box.pdf"))
+    assert [c.text for c in page.components] == PROSE[:2]

@@ -1,0 +1,75 @@
+"""The PDF parser's parts on their own: a line's text from its spans (spaces, gaps, ligatures,
+symbols, garbage) and the reading order of blocks (gutters anywhere, bands, three columns)."""
+
+from __future__ import annotations
+
+from laminae.tasks.parse.pdf_blocks import Block
+from laminae.tasks.parse.pdf_order import reading_order
+from laminae.tasks.parse.pdf_text import expand, garbled, read_line
+
+
+def _span(text: str, x0: float, x1: float, font: str = "Times-Roman", size: float = 10.0, flags: int = 0) -> dict:
+    return {"text": text, "bbox": (x0, 100.0, x1, 112.0), "font": font, "size": size, "flags": flags}
+
+
+def _line(*spans: dict) -> dict:
+    return {"spans": list(spans), "bbox": (spans[0]["bbox"][0], 100.0, spans[-1]["bbox"][2], 112.0)}
+
+
+def test_space_spans_gaps_and_ligatures():
+    spaced = read_line(_line(_span("Lorem", 0, 25), _span(" ", 25, 28, "Helvetica"), _span("ipsum", 28, 52)))
+    assert spaced.text == "Lorem ipsum"
+    gapped = read_line(_line(_span("Lorem", 0, 25), _span("ipsum", 27, 50, "Times-Italic", flags=2)))
+    assert gapped.text == "Lorem ipsum"  # 2 pt of 10 pt type: a word break
+    kerned = read_line(_line(_span("Lorem", 0, 25), _span("ipsum", 25.5, 50, "Times-Italic", flags=2)))
+    assert kerned.text == "Loremipsum" and not kerned.italic  # half of its letters are upright
+    assert expand("conﬁguration ﬂow eﬃcient") == "configuration flow efficient"
+    assert read_line(_line(_span("con\x0cguration", 0, 60))).text == "configuration"  # TeX's OT1 code
+
+
+def test_dingbats_are_dropped_and_mark_the_line_and_weights_are_read():
+    line = read_line(_line(_span("q", 0, 8, "ZapfDingbats", 12), _span("Passed", 14, 44, "Helvetica")))
+    assert line.text == "Passed" and line.symbols
+    assert read_line(_line(_span("\uf06f Yes", 0, 30))).symbols
+    assert read_line(_line(_span("Intro", 0, 30, "ABCDEF+Inter-Medium", 11))).weight == 1
+    assert read_line(_line(_span("Intro", 0, 30, "Inter-SemiBold"))).weight == 1
+    assert read_line(_line(_span("Intro", 0, 30, "Helvetica-Bold"))).weight == 2
+    assert read_line(_line(_span("Intro", 0, 30, "Times-Italic", flags=2))).italic
+
+
+def test_garbage_without_a_unicode_map_is_recognised_and_real_text_is_not():
+    assert garbled("7KH\x03RYHUIORZ\x03FKDQQHO\x03PXVW")
+    assert garbled("]üìÆüéê •ìê ]üìÆ")
+    assert garbled("\ufffd\ufffd\ufffd\ufffd text")
+    assert not garbled("Größe und Maße der Brücke über die Straße")
+    assert not garbled("Le château a été rénové en été, déjà.")
+    assert not garbled("±0.5 °C at 20 µm")
+    assert read_line(_line(_span("7KH\x03RYHUIORZ\x03FKDQQHO", 0, 90))).garbled
+
+
+def _block(x0: float, y0: float, x1: float, y1: float, text: str = "", lines: int = 3) -> Block:
+    b = Block(1, (x0, y0, x1, y1), lines=[text] * lines)
+    b.text = text or f"block at {x0:.0f},{y0:.0f} " * 3
+    return b
+
+
+def test_a_gutter_off_centre_splits_columns_and_spanning_blocks_cut_bands():
+    title = _block(56, 40, 540, 60, "Title", lines=1)
+    left = [_block(56, 80 + 100 * i, 312, 160 + 100 * i) for i in range(3)]
+    right = [_block(328, 80 + 100 * i, 540, 160 + 100 * i) for i in range(3)]
+    figure = _block(56, 400, 540, 500, "wide figure caption across both columns", lines=2)
+    below_left, below_right = _block(56, 520, 312, 600), _block(328, 520, 540, 600)
+    order = reading_order([*right, below_right, figure, title, *left, below_left])
+    assert order == [title, *left, *right, figure, below_left, below_right]
+
+
+def test_three_columns_and_no_columns_for_bullets_or_labels():
+    cols = [[_block(56 + 165 * c, 80 + 90 * r, 206 + 165 * c, 160 + 90 * r) for r in range(2)] for c in range(3)]
+    assert reading_order([b for col in reversed(cols) for b in col]) == [b for col in cols for b in col]
+    bullets = [_block(56, 80 + 40 * i, 62, 92 + 40 * i, "•", lines=1) for i in range(3)]
+    items = [_block(72, 80 + 40 * i, 500, 110 + 40 * i, "An item that runs over two lines of text.", 2)
+             for i in range(3)]
+    assert reading_order(bullets + items) == [b for pair in zip(bullets, items, strict=True) for b in pair]
+    labels = [_block(56, 80 + 20 * i, 120, 92 + 20 * i, f"Label {i}:", lines=1) for i in range(3)]
+    values = [_block(320, 80 + 20 * i, 400, 92 + 20 * i, f"value {i}", lines=1) for i in range(3)]
+    assert reading_order(values + labels) == [b for pair in zip(labels, values, strict=True) for b in pair]
