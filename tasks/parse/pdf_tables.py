@@ -213,8 +213,8 @@ def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget
     if not cfg.pdf_tables:
         return []
     fonts = _Fonts(page, words)
-    found = [f for f in _ruled(page, number, *table_areas(rules), words, budget) if table_shape(f.rows) is None]
-    free = [w for w in words() if not any(within(w, f.bbox) for f in found)]  # a frame's words stay free
+    found = _ruled(page, number, *table_areas(rules), words, budget)
+    free = [w for w in words() if not any(within(w, f.bbox) for f in found)]
     hrules = _horizontal_rules(rules)
     for region in regions or []:
         box = (region[0] - 4, region[1] - 4, region[2] + 4, region[3] + 4)
@@ -286,6 +286,15 @@ def _column_x(tab, j: int) -> float:
         if row.cells[j]:
             return (row.cells[j][0] + row.cells[j][2]) / 2
     return float("inf")
+
+
+def read_tables(page, number: int, grids: list[_Grid], area: tuple | None, words: Words,
+                budget: TableBudget) -> list[Block]:
+    """Ruled tables only: the page parser's call until it calls ``find_page_tables``."""
+    found = sorted(_ruled(page, number, grids, area, words, budget), key=lambda f: (f.bbox[1], f.bbox[0]))
+    _mark_bold(found, words, _Fonts(page, words))
+    return [block for f in found if table_shape(f.rows) is None
+            and (block := _table_block(number, f.bbox, f.rows, f.bounds, _header_rows(f))) is not None]
 
 
 def _grid_rows(grid: _Grid, words: list) -> list[tuple[list[str], tuple[float, float]]]:
