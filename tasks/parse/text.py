@@ -5,7 +5,8 @@ wrapped prose is one line of text; one whose lines stand on their own (a log, an
 a table drawn in characters) keeps its line breaks, each line a segment (sentences are split line
 by line). A block longer than ``MAX_COMPONENT_CHARS`` (a log with no blank line) is cut at line
 ends into pieces of about ``SPLIT_TARGET_CHARS``, a single longer line at spaces, so nothing is
-unbounded. A single line underlined (setext / reStructuredText: ``====``, ``----``, ``~~~~``...,
+unbounded. An indented block after a paragraph that ends in "::" is code (reStructuredText's
+literal block). A single line underlined (setext / reStructuredText: ``====``, ``----``, ``~~~~``...,
 optionally overlined too) is a heading: its adornment's level is the order in which that
 adornment first appeared, as reStructuredText has it. Title: the first line when it is short,
 else the file name. Raises ``ParseError`` (``unparsable_text``) for bytes that are no text.
@@ -61,6 +62,7 @@ class TextReader:
         self.styles: list[tuple[str, bool]] = []  # adornments (character, overlined) in order met
         self.headings: list[str] = []
         self.bare: tuple[int, str] | None = None
+        self.literal = False  # the last paragraph ended in "::": an indented block next is code
 
     def read(self, text: str) -> None:
         lines = text.split("\n")
@@ -114,6 +116,7 @@ class TextReader:
         return [text for _, text in self.sections]
 
     def heading(self, level: int, text: str) -> None:
+        self.literal = False
         if self.bare is not None and level <= self.bare[0]:
             self.emit(Component("paragraph", self.bare[1], self.path()))
         while self.sections and self.sections[-1][0] >= level:
@@ -127,9 +130,14 @@ class TextReader:
         self.components.append(comp)
 
     def paragraphs(self, block: list[str]) -> None:
-        """A blank-line-separated block as one paragraph, or pieces of it when it is long."""
+        """A blank-line-separated block as one paragraph, or pieces of it when it is long; an
+        indented block after a paragraph ending in "::" is code (reStructuredText's literal block)."""
         if not block:
             return
+        if self.literal and all(line[:1] in (" ", "\t") for line in block):
+            self.code(block)
+            return
+        self.literal = False
         size = sum(len(line) + 1 for line in block)
         if size <= MAX_COMPONENT_CHARS:
             self.paragraph(block)
@@ -144,6 +152,26 @@ class TextReader:
                 piece.append(part)
                 held += len(part) + 1
         self.paragraph(piece)
+
+    def code(self, lines: list[str]) -> None:
+        """Literal lines, dedented; one code component through blank lines while it stays short."""
+        indent = min(len(line) - len(line.lstrip()) for line in lines)
+        text = "\n".join(line[indent:].rstrip() for line in lines)
+        last = self.components[-1] if self.components else None
+        if last is not None and last.kind == "code" and len(last.text) + len(text) + 2 <= MAX_COMPONENT_CHARS:
+            last.text += "\n\n" + text
+            return
+        piece: list[str] = []
+        held = 0
+        for line in text.split("\n"):  # a long one in pieces of whole lines, as any block
+            for part in _line_parts(line):
+                if piece and held + len(part) > SPLIT_TARGET_CHARS:
+                    self.emit(Component("code", "\n".join(piece), self.path()))
+                    piece, held = [], 0
+                piece.append(part)
+                held += len(part) + 1
+        if "".join(piece).strip():
+            self.emit(Component("code", "\n".join(piece), self.path()))
 
     def paragraph(self, lines: list[str]) -> None:
         if _wrapped_prose(lines):
@@ -160,6 +188,7 @@ class TextReader:
                 pos += len(line) + 1
         if len(text.strip()) >= max(self.cfg.min_paragraph_chars, 1):
             self.emit(Component("paragraph", text, self.path(), segments=segments))
+        self.literal = text.rstrip().endswith("::")
 
 
 def _wrapped_prose(lines: list[str]) -> bool:

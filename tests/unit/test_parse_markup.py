@@ -200,6 +200,16 @@ def test_text_one_huge_line_is_bounded_and_rst_overlines():
     assert [c.section_path for c in page.components] == [["Title"], ["Title", "Part"]]
 
 
+def test_rst_literal_block_is_code():
+    source = "Usage\n=====\n\nRun it like this::\n\n    harbour sync --all\n\n    harbour check\n\nThen rest.\n"
+    page = parse(source.encode(), DIR + "usage.rst")
+    assert [(c.kind, c.text) for c in page.components] == [
+        ("paragraph", "Run it like this::"), ("code", "harbour sync --all\n\nharbour check"),
+        ("paragraph", "Then rest.")]
+    page = parse(b"Intro ends here.\n\n    indented quote\n", DIR + "quote.txt")
+    assert [c.kind for c in page.components] == ["paragraph", "paragraph"]
+
+
 def test_binary_text_is_unparsable():
     with pytest.raises(ParseError) as err:
         parse(b"\x00\xff" * 500, DIR + "x.txt", "text/plain")
