@@ -1,14 +1,15 @@
 """Tables on a PDF page, with any ruling or none: a regular grid of strokes is read straight from
 the page's words, other ruling (merged cells, shading, partial lines, curved paths) by pymupdf's
 ``find_tables``, horizontal rules only or no rules at all (and dot-leader contents) from the
-alignment of the words (``pdf_table_text``). Layout-model table boxes, when given, admit aligned
-words without rules that would otherwise need more rows, and only they admit rule-less tables.
+alignment of the words (``pdf_table_text``). When the layout model ran, its table boxes admit
+aligned words with two rows and no rule, and a rule-less table outside them is not trusted.
 
-Reads a page's vector boxes (``pdf``'s ``rules``), words and bold spans; returns table ``Block``s
-with header (bold rows, rows above a rule, else the first row), rows and each row's y-range.
-Frames, diagrams and boxes of prose are refused (``table_shape``). ``find_tables`` gets at most
-``pdf_table_timeout_s`` a page and ``pdf_tables_budget_s`` a document (``TableBudget``): a page
-over either loses only those tables, with a warning.
+Reads a page's vector boxes (``pdf``'s ``rules``), words and fonts; returns table ``Block``s with
+header (bold rows, rows above a rule, else the first row), rows and each row's y-range. Frames,
+diagrams, boxes and columns of prose are refused (``table_shape``), and their words searched
+again. ``find_tables`` runs within ``TableBudget`` (``pdf_table_budget``): ``pdf_table_timeout_s``
+a page and ``pdf_tables_budget_s`` a document, a page over either losing only those tables, with
+a warning.
 """
 
 from __future__ import annotations
@@ -213,8 +214,8 @@ def find_page_tables(page, number: int, rules: list[tuple], words: Words, budget
     if not cfg.pdf_tables:
         return []
     fonts = _Fonts(page, words)
-    found = _ruled(page, number, *table_areas(rules), words, budget)
-    free = [w for w in words() if not any(within(w, f.bbox) for f in found)]
+    found = [f for f in _ruled(page, number, *table_areas(rules), words, budget) if table_shape(f.rows) is None]
+    free = [w for w in words() if not any(within(w, f.bbox) for f in found)]  # a frame's words stay free
     hrules = _horizontal_rules(rules)
     for region in regions or []:
         box = (region[0] - 4, region[1] - 4, region[2] + 4, region[3] + 4)
@@ -286,15 +287,6 @@ def _column_x(tab, j: int) -> float:
         if row.cells[j]:
             return (row.cells[j][0] + row.cells[j][2]) / 2
     return float("inf")
-
-
-def read_tables(page, number: int, grids: list[_Grid], area: tuple | None, words: Words,
-                budget: TableBudget) -> list[Block]:
-    """Ruled tables only: the page parser's call until it calls ``find_page_tables``."""
-    found = sorted(_ruled(page, number, grids, area, words, budget), key=lambda f: (f.bbox[1], f.bbox[0]))
-    _mark_bold(found, words, _Fonts(page, words))
-    return [block for f in found if table_shape(f.rows) is None
-            and (block := _table_block(number, f.bbox, f.rows, f.bounds, _header_rows(f))) is not None]
 
 
 def _grid_rows(grid: _Grid, words: list) -> list[tuple[list[str], tuple[float, float]]]:

@@ -197,3 +197,15 @@ def test_generated_tables_read_back_whole(style):
     for seed in range(8):
         page, table = _random_table(seed, style)
         assert [(b.component.header, b.component.rows) for b in _find(page)] == [table], seed
+
+
+def test_a_table_inside_a_page_frame_is_found_and_the_frame_is_not_one():
+    rows = [("Day", "High", "Low"), ("Monday", "06:12", "12:30"), ("Tuesday", "06:55", "13:14"),
+            ("Friday", "09:24", "15:40")]
+    page = _aligned_page(rows, (80, 200, 300))
+    page.draw_rect((40, 40, 555, 800))  # a frame with a margin strip and two bands: a regular lattice
+    page.draw_line((50, 40), (50, 800))
+    for y in (70, 400):
+        page.draw_line((40, y), (555, y))
+    assert [(b.component.header, b.component.rows) for b in _find(page)] == [
+        (list(rows[0]), [list(r) for r in rows[1:]])]
