@@ -114,13 +114,14 @@ class Outline:
     def path(self) -> list[str]:
         return [entry[1] for entry in self.stack]
 
-    def heading(self, level: int, text: str) -> None:
+    def heading(self, level: int, text: str, named: bool = True) -> None:
+        """Open a section; one not ``named`` by the document ("Slide 3") never becomes a paragraph."""
         while self.stack and self.stack[-1][0] >= level:
             self._pop()
         if len(text) > MAX_HEADING_CHARS:
             self.emit(Component("paragraph", text, self.path()))
             text = text[:MAX_HEADING_CHARS].rsplit(" ", 1)[0] + " …"
-        self.stack.append([level, text, False])
+        self.stack.append([level, text, not named])
 
     def emit(self, comp: Component) -> Component:
         for entry in self.stack:

@@ -13,7 +13,8 @@ notes are a paragraph in the slide's section, marked: section path [title, "Note
 are read like the others (backup slides are the deck's content). Charts are not read (a warning
 counts them).
 
-Title: the core properties' title, else the first slide's title, else the file name. A file that
+Title: the core properties' title (unless a template's "PowerPoint Presentation"), else the first
+slide's title, else the file name. A file that
 is not a PPTX, is damaged, encrypted or a zip bomb raises ``ParseError``.
 """
 
@@ -40,6 +41,7 @@ R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 EMU_PER_PX = 9525
 MAX_GROUP_DEPTH = 32
+GENERIC_TITLES = {"presentation", "powerpoint presentation", "slide 1"}  # what templates leave as the title
 
 
 def parse_pptx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
@@ -60,7 +62,8 @@ def parse_pptx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset:
         first_title = first_title or title
     reader.outline.close()
     props = deck.core_properties
-    title = (props.title or "").strip() or first_title or file_title(url)
+    own = (props.title or "").strip()
+    title = (own if own.lower() not in GENERIC_TITLES else "") or first_title or file_title(url)
     for comp in reader.components:
         if comp.kind == "image":
             comp.text = image_text_proxy(comp, title)
@@ -91,7 +94,7 @@ class DeckReader:
         """Read one slide; its title, if it has one."""
         title_shape = slide.shapes.title
         title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
-        self.outline.heading(1, title or f"Slide {number}")
+        self.outline.heading(1, title or f"Slide {number}", named=bool(title))
         self.shapes(slide.shapes, slide.part, title_shape, 0)
         if slide.has_notes_slide:
             frame = slide.notes_slide.notes_text_frame

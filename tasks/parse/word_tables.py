@@ -36,6 +36,8 @@ class TableReader:
         marked, marking = 0, True
         first_cells = 0  # cells the first row writes: one across every column is the table's title
         above: dict[int, Cell] = {}  # grid column -> the cell last read there (a vertical merge goes on)
+        origin: dict[int, int] = {}  # grid column -> the row its cell was written in
+        reaches: dict[int, int] = {}  # row -> the first row a vertical merge into it starts in
         for tr in _children(tbl, "tr"):
             props = tr.find(w("trPr"))
             row: list[Cell] = [("", [])] * min(_int(props, "gridBefore"), MAX_COLUMNS)
@@ -45,7 +47,11 @@ class TableReader:
                 merge = cell_props.find(w("vMerge")) if cell_props is not None else None
                 if merge is not None and merge.get(w("val")) in (None, "continue"):
                     cell: Cell = (above.get(len(row), ("", []))[0], [])
+                    start = origin.get(len(row), len(grid))
+                    reaches[len(grid)] = min(reaches.get(len(grid), start), start)
                 else:
+                    for i in range(span):
+                        origin[len(row) + i] = len(grid)
                     inline = Inline()
                     for el in block_children(tc):
                         if el.tag == w("tbl"):
@@ -70,8 +76,11 @@ class TableReader:
             if not grid:
                 first_cells = sum(1 for _ in _children(tr, "tc")) + bool(_int(props, "gridBefore"))
             grid.append(row)
+        n_head = marked or 1
+        while n_head < len(grid) and reaches.get(n_head, n_head) < n_head:
+            n_head += 1  # a header cell merged down over the next row makes that row part of the header
         caption, self.caption = self.caption, None
-        comp = table_component(grid, marked or 1, caption, [], title_row=first_cells == 1)
+        comp = table_component(grid, n_head, caption, [], title_row=first_cells == 1)
         if comp is not None:
             self.emit(comp)
         elif caption:

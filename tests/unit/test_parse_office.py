@@ -112,6 +112,22 @@ def test_docx_several_header_rows_are_joined() -> None:
     assert comp.rows == [["North", "96", "412"], ["South", "81", "390"]]
 
 
+def test_docx_header_cell_merged_down_makes_two_header_rows() -> None:
+    import docx
+
+    d = docx.Document()
+    table = d.add_table(rows=4, cols=3)
+    table.cell(0, 0).merge(table.cell(1, 0)).text = "Quay"
+    table.cell(0, 1).merge(table.cell(0, 2)).text = "2025"
+    for r, row in enumerate([["", "Ships", "Tonnes"], ["North", "96", "412"], ["South", "81", "390"]], 1):
+        for c, text in enumerate(row):
+            if text:
+                table.cell(r, c).text = text
+    comp = parsed("merged-header.docx", docx_bytes(d)).components[0]
+    assert comp.header == ["Quay", "2025 / Ships", "2025 / Tonnes"]
+    assert comp.rows == [["North", "96", "412"], ["South", "81", "390"]]
+
+
 def test_docx_title_row_across_the_table_is_its_caption() -> None:
     import docx
 
@@ -254,9 +270,11 @@ def test_pptx_title_from_first_slide() -> None:
     from pptx import Presentation
 
     prs = Presentation()
+    prs.core_properties.title = "PowerPoint Presentation"
     prs.slides.add_slide(prs.slide_layouts[5]).shapes.title.text = "Berth allocation"
     slide = prs.slides.add_slide(prs.slide_layouts[5])
     slide.shapes.title.text = "Only a title"
+    prs.slides.add_slide(prs.slide_layouts[6])  # untitled and empty: nothing, not "Slide 3"
     out = io.BytesIO()
     prs.save(out)
     page = parsed("allocation.pptx", out.getvalue())
