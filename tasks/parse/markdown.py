@@ -47,7 +47,7 @@ from laminae.tasks.parse.text import file_name
 UNPARSABLE = "unparsable_markdown"
 MAX_NESTING = 50  # lists and quotes deeper than this are cut by markdown-it (its CommonMark preset: 20)
 MAX_HEADING_CHARS = 600  # a longer heading is also a paragraph of its own, its section name cut
-_IMG_ATTR = re.compile(r"""\b(src|alt|title)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_ATTR = re.compile(r"""\b(src|alt|title|href)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 
 
 def parse_markdown(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
@@ -328,15 +328,21 @@ class MarkdownReader(HtmlBlocks):
                 if image is not None:
                     images.append(image)
             elif kind == "html_inline":
-                if child.content[:4].lower() == "<img":
-                    attrs = {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None)
-                             for m in _IMG_ATTR.finditer(child.content)}
+                tag = child.content[:5].lower()
+                if tag.startswith("<img"):
+                    attrs = _attributes(child.content)
                     around = next((target for target, _ in reversed(opened) if target), None)
                     image = self.image(attrs.get("src", ""), attrs.get("alt", ""), attrs.get("title", ""), around)
                     if image is not None:
                         images.append(image)
-                elif child.content[:3].lower() == "<br":
+                elif tag.startswith("<br"):
                     tb.space()
+                elif tag.startswith("<a ") or tag == "<a\n":  # an HTML link inside Markdown text
+                    opened.append((resolve_href(self.url, _attributes(child.content).get("href", "")), tb.length))
+                elif tag.startswith("</a") and opened:
+                    target, start = opened.pop()
+                    if target:
+                        tb.links.append(Link(target, "", start, tb.length))
         text, links = tb.finish()
         return text, [lk for lk in links if lk.end > lk.start], images
 
@@ -363,6 +369,11 @@ def items_paragraph(items: list[tuple[str, list[Link]]], section_path: list[str]
         parts.append(text)
         pos += len(text) + 1
     return Component("paragraph", "\n".join(parts), section_path, links, segments=segments)
+
+
+def _attributes(tag: str) -> dict[str, str]:
+    """An inline HTML tag's src, alt, title and href values."""
+    return {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _ATTR.finditer(tag)}
 
 
 def _data_image(src: str) -> tuple[bytes | None, str | None]:

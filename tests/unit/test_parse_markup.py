@@ -95,6 +95,15 @@ def test_relative_links_resolve_to_documents_without_fragment():
     assert {lk.url for c in guide.components for lk in c.links} == {DIR + "readme.md"}
 
 
+def test_inline_html_links_and_images():
+    page = md('Read <a href="docs/a.md#x">the docs</a> or <b>ask</b>.<br><img src="i.png" alt="Icon">')
+    para, image = page.components
+    assert para.text == "Read the docs or ask."
+    [link] = para.links
+    assert (link.url, para.text[link.start:link.end]) == (DIR + "docs/a.md", "the docs")
+    assert (image.image_url, image.alt) == (DIR + "i.png", "Icon")
+
+
 def test_headings_are_section_paths_at_every_level():
     page = parse(docs.readme()[0], DIR + "readme.md")
     deepest = next(c for c in page.components if c.text.startswith("A ledger of more"))
