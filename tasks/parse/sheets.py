@@ -5,7 +5,8 @@ CSV file) one table, or several where blank rows part blocks that each start lik
 title cell or a header row; a block that starts with data goes on the table above it). In each:
 empty leading and trailing rows and columns trimmed, a block's leading single-cell rows ("Sales
 2025") read as its caption after the sheet's name, a header row detected (the first row, when most
-of its cells are words and not numbers or dates, and rows follow it; else no header), merged
+of its cells are words and not numbers or dates, and rows follow it; in a one-column list only
+above numbers or dates; else no header), merged
 cells' value repeated into every cell they cover, values as Excel shows them (integers without
 ".0", the format's decimals, thousands separators and percent, dates ISO 8601, formulas as the
 value Excel cached: ``data_only``). Hidden sheets are read like the others: they often hold the
@@ -286,10 +287,14 @@ def is_textual(value: str) -> bool:
 
 def is_header(block: list[list[str]]) -> bool:
     """Whether a block's first row labels its columns: rows follow it, and most of its cells are
-    filled and most of those are words."""
+    filled and most of those are words; in a block of one column (a list), only above values that
+    are not words (a list of names has no header)."""
     if len(block) < 2:
         return False
     first = block[0]
     filled = [v for v in first if v]
     width = max(len(r) for r in block)
+    if width == 1:
+        below = [r[0] for r in block[1:] if r and r[0]]
+        return bool(filled) and is_textual(filled[0]) and 2 * sum(is_textual(v) for v in below) < len(below)
     return 2 * len(filled) >= width and 2 * sum(is_textual(v) for v in filled) > len(filled)

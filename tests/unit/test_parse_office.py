@@ -346,6 +346,13 @@ def test_csv_without_header_row_cap_and_huge_field() -> None:
     assert page.warnings and page.warnings[0].startswith("csv_error: line ")
 
 
+def test_csv_one_column_header_only_above_numbers() -> None:
+    [names] = parsed("pilots.csv", b"Anna Berg\nCarl Dunn\nEva Holm\n").components
+    assert names.header is None and names.rows == [["Anna Berg"], ["Carl Dunn"], ["Eva Holm"]]
+    [depths] = parsed("depths.csv", b"Depth\n14.5\n9\n12.25\n").components
+    assert depths.header == ["Depth"] and depths.rows == [["14.5"], ["9"], ["12.25"]]
+
+
 # -- bad input ---------------------------------------------------------------------------------
 def reason(data: bytes, name: str, content_type: str | None = None) -> str:
     with pytest.raises(ParseError) as caught:
