@@ -153,6 +153,20 @@ def test_images_resolve_against_the_document_url():
     assert image.image_url == "https://h.test/repo/img/c.png" and image.caption == "Monthly chart"
 
 
+def test_long_paragraph_is_cut_with_its_links_and_data_image_keeps_bytes():
+    import base64
+
+    sentence = "The ledger of the north quay was copied again tonight. "
+    page = md(sentence * 150 + "See [the guide](guide.md).")
+    assert len(page.components) > 1 and all(len(c.text) <= MAX_COMPONENT_CHARS for c in page.components)
+    [link] = [lk for c in page.components for lk in c.links]
+    holder = next(c for c in page.components if c.links)
+    assert holder.text[link.start:link.end] == "the guide" and link.url == DIR + "guide.md"
+    picture = docs.png()
+    [image] = md(f"![Dot](data:image/png;base64,{base64.b64encode(picture).decode()})").components
+    assert (image.image_data, image.image_mime, image.image_url) == (picture, "image/png", None)
+
+
 def test_raw_html_block_keeps_text_without_tags():
     page = md('# T\n\n<div align="center"><b>Bold words</b> and <i>more</i></div>\n\nAfter.\n')
     assert [(c.text, c.section_path) for c in page.components] == [("Bold words and more", ["T"]),
