@@ -73,6 +73,7 @@ from laminae.tasks.crawl.files import (
     real_roots,
     scope_of,
 )
+from laminae.tasks.crawl.formats import HTML_TYPES, extension_type
 from laminae.tasks.crawl.seeds import read_seeds
 from laminae.tasks.parse.html import ParseError, decode_html, parse_html
 
@@ -298,7 +299,8 @@ def page_coverage(body: bytes, url: str) -> PageCoverage:
 
 
 def pages_of(source: str) -> Iterator[tuple[str, bytes]]:
-    """(URL, bytes) of every HTML page a folder or a seeds file names; PDFs are left out."""
+    """(URL, bytes) of every HTML page a folder or a seeds file names; a folder's other documents
+    (PDF, Markdown, Office files...) are left out: ``bench/fidelity.py`` scores those."""
     path = Path(source).resolve()
     seeds = [file_url(path, folder=True)] if path.is_dir() else [s.url for s in read_seeds(path)]
     for seed in seeds:
@@ -306,7 +308,7 @@ def pages_of(source: str) -> Iterator[tuple[str, bytes]]:
             roots = real_roots([scope_of(seed)])
             urls = list_folder(seed, roots)[0] if is_folder_url(seed) else [seed]
             for url in urls:
-                if url.lower().endswith(".pdf"):
+                if extension_type(url) not in HTML_TYPES:
                     continue
                 try:
                     yield url, read_file(url, roots, 1 << 30).body or b""
