@@ -24,9 +24,9 @@ def _strength(b: Block) -> int:
 
 def _candidate(b: Block, body: float) -> bool:
     text = b.text
-    if b.kind != "text" or b.symbols or b.garbled or sum(c.isalpha() for c in text) < 2:
+    if b.kind != "text" or b.symbols or b.garbled or len(text) > 200 or len(b.lines) > 3:
         return False
-    if len(text) > 200 or len(b.lines) > 3 or text.endswith((".", ",", ";")):
+    if text.endswith((".", ",", ";")) or sum(c.isalpha() for c in text) < 2:
         return False
     if b.size >= body * 1.2:
         return True

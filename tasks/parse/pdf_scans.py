@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.parse.ocr import OcrUnavailable, TextLine, read_lines, repair_spacing
-from laminae.tasks.parse.pdf_blocks import Block, join_lines, page_list
+from laminae.tasks.parse.pdf_blocks import Block, join_lines, page_list, within
 
 
 class Scans:
@@ -23,7 +23,7 @@ class Scans:
         self.read_pages: list[int] = []
         self.unread: list[int] = []  # over max_pages, or OCR failed or unavailable
         self.reason = ""
-        self.garbled_read: list[int] = []  # pages of the garbled blocks read
+        self.garbled_pages: list[int] = []  # pages whose text without a Unicode map was read
 
     def read(self, page, number: int, images: list[Block],
              warnings: list[str]) -> tuple[list[Block], list[Block]]:
@@ -49,33 +49,38 @@ class Scans:
         return _scan_blocks(lines, number, scale), kept
 
     def read_garbled(self, page, number: int, blocks: list[Block], warnings: list[str]) -> list[Block]:
-        """Text blocks whose characters have no Unicode map, read again by OCR from the rendered
-        page; what cannot be read is dropped with an ``unmapped_font`` warning."""
+        """Text blocks whose characters have no Unicode map, read again by OCR: the area they cover
+        is rendered once and its lines go to the block they lie in. A page read so counts against
+        ``max_pages`` like a scanned page; what is not read is dropped with an ``unmapped_font``
+        warning."""
+        sample = " ".join(blocks[0].text.split())[:40]
+        chars = sum(len(b.text) for b in blocks)
+        if not self.on or len(self.read_pages) + len(self.garbled_pages) >= self.cfg.max_pages:
+            reason = self.reason or ("OCR is off" if not self.on else f"over max_pages ({self.cfg.max_pages})")
+            warnings.append(f"unmapped_font: page {number}: {len(blocks)} text blocks ({chars} characters) in fonts "
+                            f"without a Unicode map were dropped, not read ({reason}): {sample!r}")
+            return []
+        box = (min(b.bbox[0] for b in blocks), min(b.bbox[1] for b in blocks),
+               max(b.bbox[2] for b in blocks), max(b.bbox[3] for b in blocks))
+        try:
+            picture, scale = render_page(page, self.cfg, clip=box)
+            lines = read_lines(picture, self.cfg)
+        except OcrUnavailable as exc:
+            self.on, self.reason = False, str(exc)
+            warnings.append(f"unmapped_font: page {number}: {len(blocks)} text blocks ({chars} characters) in fonts "
+                            f"without a Unicode map were dropped, not read ({exc}): {sample!r}")
+            return []
+        except Exception as exc:  # one unreadable area must not lose the page
+            warnings.append(f"unmapped_font: page {number}: OCR failed on text without a Unicode map, "
+                            f"{len(blocks)} blocks dropped: {type(exc).__name__}: {exc}")
+            return []
+        self.garbled_pages.append(number)
+        x0, y0 = max(box[0] - 4, page.rect.x0), max(box[1] - 4, page.rect.y0)
         out: list[Block] = []
         for b in blocks:
-            sample = " ".join(b.text.split())[:40]
-            if not self.on or len(self.garbled_read) >= self.cfg.max_pages * 20:
-                warnings.append(f"unmapped_font: page {number}: a text block's font has no Unicode map and it "
-                                f"was not read ({self.reason or 'OCR is off'}): {sample!r}")
-                continue
-            try:
-                picture, scale = render_page(page, self.cfg, clip=b.bbox)
-                top = max(b.bbox[1] - 4, page.rect.y0)
-                lines = [line for line in read_lines(picture, self.cfg)  # not the neighbours' edges
-                         if b.bbox[1] <= top + (line.bbox[1] + line.bbox[3]) / 2 * scale <= b.bbox[3]]
-            except OcrUnavailable as exc:
-                self.on, self.reason = False, str(exc)
-                warnings.append(f"unmapped_font: page {number}: a text block's font has no Unicode map and it "
-                                f"was not read ({exc}): {sample!r}")
-                continue
-            except Exception as exc:  # one unreadable block must not lose the page
-                warnings.append(f"unmapped_font: page {number}: OCR failed on a block without a Unicode map: "
-                                f"{type(exc).__name__}: {exc}")
-                continue
-            self.garbled_read.append(number)
-            texts = [repair_spacing(line.text) if self.cfg.repair_spacing else line.text for line in lines]
-            text = join_lines(texts)
-            if text:
+            texts = [repair_spacing(line.text) if self.cfg.repair_spacing else line.text for line in lines
+                     if within(_to_page(line.bbox, x0, y0, scale), b.bbox, 0.0)]  # not a neighbour's edge
+            if text := join_lines(texts):
                 out.append(Block(number, b.bbox, size=b.size, weight=b.weight, bold=b.bold, italic=b.italic,
                                  lines=texts, text=text, gap_before=b.gap_before))
         return out
@@ -93,10 +98,15 @@ class Scans:
         elif self.unread and self.read_pages:
             out.append(f"ocr_skipped: pages {page_list(self.unread)} have no text layer and were not read: "
                        f"{self.reason}")
-        if self.garbled_read:
-            out.append(f"unmapped_font: {len(self.garbled_read)} text blocks in fonts without a Unicode map were "
-                       f"read by OCR (pages {page_list(sorted(set(self.garbled_read)))})")
+        if self.garbled_pages:
+            out.append(f"unmapped_font: text in fonts without a Unicode map was read by OCR on "
+                       f"{len(self.garbled_pages)} pages ({page_list(self.garbled_pages)})")
         return out
+
+
+def _to_page(bbox: tuple, x0: float, y0: float, scale: float) -> tuple[float, float, float, float]:
+    """A box in a rendered clip's pixels as page points (the clip's top left at ``x0, y0``)."""
+    return x0 + bbox[0] * scale, y0 + bbox[1] * scale, x0 + bbox[2] * scale, y0 + bbox[3] * scale
 
 
 def _area(bbox: tuple[float, float, float, float]) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 WORD_GAP = 0.15  # a gap between spans wider than this share of the type size separates words
 DINGBAT_FONT = re.compile(r"dingbat|wingding|webding|zapf|marlett|fontawesome|symbolps", re.IGNORECASE)
@@ -60,24 +61,28 @@ def ot1(text: str) -> str:
 
 def garbled(text: str) -> bool:
     """Whether characters look like a font's glyph ids rather than text (no Unicode map)."""
-    chars = [c for c in text if not c.isspace()]
-    if len(chars) < 4:
+    if text.isascii() and text.isprintable():
+        return False  # most text: nothing to count
+    chars = len(text) - text.count(" ")
+    if chars < 4:
         return False
     bad = len(BAD.findall(text))
-    if bad >= max(2, 0.05 * len(chars)):
+    if bad >= max(2, 0.05 * chars):
         return True
     rare = len(RARE_LATIN1.findall(text))  # "]üìÆüéê •ìê": French or German text has up to a third
-    return len(chars) >= 8 and rare >= 0.45 * len(chars)
+    return chars >= 8 and rare >= 0.45 * chars
+
+
+@lru_cache(maxsize=1024)
+def font_style(font: str) -> tuple[bool, int, bool]:
+    """(a dingbat font, the weight its name says, italic by its name) of a font name."""
+    name = font.split("+", 1)[-1]
+    weight = next((w for pattern, w in WEIGHT if pattern.search(name)), 0)
+    return bool(DINGBAT_FONT.search(name)), weight, bool(ITALIC_FONT.search(name))
 
 
 def weight_of(span: dict) -> int:
-    if span["flags"] & 16:
-        return 2
-    font = span["font"].split("+", 1)[-1]
-    for pattern, weight in WEIGHT:
-        if pattern.search(font):
-            return weight
-    return 0
+    return 2 if span["flags"] & 16 else font_style(span["font"])[1]
 
 
 def _gap(previous: dict, span: dict) -> float:
@@ -102,7 +107,8 @@ def read_line(line: dict) -> Line | None:
                 parts.append(" ")
             previous = span
             continue
-        if DINGBAT_FONT.search(span["font"]):
+        dingbat, _, italic_name = font_style(span["font"])
+        if dingbat:
             symbols = True
             parts.append(" ")
             previous = span
@@ -110,19 +116,23 @@ def read_line(line: dict) -> Line | None:
         if previous is not None and parts and not parts[-1].endswith(" ") and not text[0].isspace() \
                 and _gap(previous, span) > WORD_GAP * span["size"]:
             parts.append(" ")
-        if garbled(PRIVATE.sub("", text)):
-            bad = True
-        if PRIVATE.search(text):
-            symbols = True
-            text = PRIVATE.sub(" ", text)
+        if not text.isascii():
+            if garbled(PRIVATE.sub("", text)):
+                bad = True
+            if PRIVATE.search(text):
+                symbols = True
+                text = PRIVATE.sub(" ", text)
+        elif not text.isprintable():
+            bad = bad or garbled(text)
         parts.append(text)
         letters = len(text.strip())
         sizes.append((span["size"], letters))
         weights.append((weight_of(span), letters))
-        italics.append((bool(span["flags"] & 2) or bool(ITALIC_FONT.search(span["font"])), letters))
+        italics.append((bool(span["flags"] & 2) or italic_name, letters))
         font = font or span["font"]
         previous = span
-    text = " ".join(expand("".join(parts)).split())
+    joined = "".join(parts)
+    text = " ".join((joined if joined.isascii() else expand(joined)).split())
     if not sizes or not text:
         if symbols:
             return Line("", tuple(line["bbox"]), 0.0, symbols=True)
