@@ -14,22 +14,16 @@ from collections.abc import Iterator
 
 from laminae.tasks.parse.document import Component
 from laminae.tasks.parse.office import Cell, table_component
+from laminae.tasks.parse.word_inline import Inline, block_children, w
 
-W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 MAX_COLUMNS = 1000  # Word's own limit is 63; a larger span or gridBefore is damage
 OFF = ("0", "false", "off")
-
-
-def w(tag: str) -> str:
-    return f"{{{W}}}{tag}"
 
 
 class TableReader:
     """Tables; mixed into ``DocxReader`` (word.py), whose walk (inline, anchored, emit, caption) it uses."""
 
     def table(self, tbl, part) -> None:
-        from laminae.tasks.parse.word import Inline, block_children
-
         nested: list = []
         anchored: list[Inline] = []
         grid: list[list[Cell]] = []
