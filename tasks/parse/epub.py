@@ -29,6 +29,7 @@ from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.parse.archive import check_zip, read_member
 from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError
 from laminae.tasks.parse.html import image_text_proxy, parse_html
+from laminae.tasks.parse.markdown_html import whole_body
 from laminae.tasks.parse.text import file_name
 
 FMT = "epub"
@@ -44,8 +45,6 @@ VOID_TAGS = "area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wb
 # XHTML's <a id="x"/> or <script src="..."/> would open an element the HTML parser never closes
 _SELF_CLOSED = re.compile(rb"<(?!(?:" + VOID_TAGS.encode() + rb")\b)([a-zA-Z][\w:.-]*)(\s[^<>]*?)?\s*/>")
 
-_CONTENT_ROOT_TAG = re.compile(rb"<(/?)(?:article|main)(?=[\s>/])", re.I)
-_CONTENT_ROOT_ATTR = re.compile(rb"""\s(role|id)\s*=(?=\s*["']?(?:main|content|mw-content-text)["'\s>/])""", re.I)
 
 
 @dataclass
@@ -192,7 +191,7 @@ class BookReader:
     def chapter(self, path: str, book: Book, label: str | None) -> list[Component]:
         """One chapter's components: links into the book are links to the book, images it holds
         keep their bytes; a chapter with no heading is under its table-of-contents label."""
-        html = _whole_body(_SELF_CLOSED.sub(rb"<\1\2></\1>", read_member(self.archive, path, FMT)))
+        html = whole_body(_SELF_CLOSED.sub(rb"<\1\2></\1>", read_member(self.archive, path, FMT)))
         try:
             page = parse_html(html, BOOK_ROOT + quote(path), self.cfg)
         except ParseError as exc:
@@ -239,14 +238,6 @@ class BookReader:
         comp.image_mime = book.types.get(path) or mimetypes.guess_type(path)[0]
         comp.image_url = None
         return True
-
-
-def _whole_body(html: bytes) -> bytes:
-    """A chapter whose body is all content: the HTML parser reads only a web page's first
-    ``<article>``, ``<main>``, ``role=main`` or ``id=content`` element (the rest is a site's chrome),
-    and a chapter may hold several articles (a magazine's) with text between them."""
-    html = _CONTENT_ROOT_TAG.sub(rb"<\1div", html)
-    return _CONTENT_ROOT_ATTR.sub(rb" data-epub-\1=", html)
 
 
 def _member(base: str, href: str) -> str:

@@ -3,7 +3,8 @@ headings at an HTML block's top level are Markdown headings, what lies between i
 parser and placed under the Markdown's section path.
 
 Reads HTML blocks' text; writes components through ``MarkdownReader`` (markdown.py), whose walk
-(``emit``, ``heading``, ``section_path``) it uses.
+(``emit``, ``heading``, ``section_path``) it uses. ``whole_body`` (HTML that is all content, no
+site around it) serves EPUB chapters too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from laminae.tasks.parse.html import parse_html
 
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 HEADING_TAG = re.compile(r"<h[1-6][\s>]", re.I)
+_CONTENT_ROOT_TAG = re.compile(rb"<(/?)(?:article|main)(?=[\s>/])", re.I)
+_CONTENT_ROOT_ATTR = re.compile(rb"""\s(role|id)\s*=(?=\s*["']?(?:main|content|mw-content-text)["'\s>/])""", re.I)
 
 
 class HtmlBlocks:
@@ -53,7 +56,7 @@ class HtmlBlocks:
         if not source.strip():
             return
         try:
-            page = parse_html(source.encode("utf-8"), self.url, self.cfg)
+            page = parse_html(whole_body(source.encode("utf-8")), self.url, self.cfg)
         except ParseError:
             return  # nothing but white space, or no text at all
         outer = self.section_path()
@@ -79,3 +82,12 @@ def _html_headings(source: str) -> list[tuple[int, str]]:
         if text:
             heads.append((int(el.tag[1]), text))
     return heads
+
+
+def whole_body(html: bytes) -> bytes:
+    """HTML that is all content (a Markdown page's HTML block, an e-book's chapter): the HTML
+    parser reads only a web page's first ``<article>``, ``<main>``, ``role=main`` or ``id=content``
+    element (the rest is a site's chrome); here they open as plain ``<div>`` elements, since a
+    chapter may hold several articles (a magazine's) with text between them."""
+    html = _CONTENT_ROOT_TAG.sub(rb"<\1div", html)
+    return _CONTENT_ROOT_ATTR.sub(rb" data-was-\1=", html)

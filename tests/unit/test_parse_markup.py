@@ -183,6 +183,11 @@ def test_html_headings_join_the_section_path():
     assert [c.text for c in page.components[3:]] == ["Bare HTML heading"]  # its words kept, once
 
 
+def test_html_block_articles_are_read_whole():
+    page = md("<article><p>First part.</p></article>\n<p>Between.</p>\n<article><p>Second part.</p></article>\n")
+    assert [c.text for c in page.components] == ["First part.", "Between.", "Second part."]
+
+
 def test_empty_markdown_is_no_error():
     page = md("")
     assert page.components == [] and page.title == "page.md"
