@@ -135,16 +135,20 @@ def _is_row(line: _Line) -> bool:
 
 def _runs(lines: list[_Line]) -> list[list[_Line]]:
     """Runs of lines with two cells or more, close together; a one-cell line joins a run when it does
-    not start at the run's left edge (a wrapped cell of a later column)."""
+    not start at the run's left edge (a wrapped cell of a later column), or when it sits closer to
+    the row above than to the row below it (a wrapped first cell)."""
     runs: list[list[_Line]] = []
     run: list[_Line] = []
     left, leaders = 0.0, False
-    for line in lines:
+    for k, line in enumerate(lines):
         spacing = 3 if line.leader and leaders else MAX_LINE_GAP
         limit = spacing * max(line.height, run[-1].height) if run else 0
         near = run and line.y0 - run[-1].y1 <= limit  # contents entries may stand farther apart
         wrapped = run and line.segments[0][0][0] > left + 2 * line.height
-        if near and (_is_row(line) or wrapped):
+        below = lines[k + 1] if k + 1 < len(lines) else None
+        tight = (run and _is_row(run[-1]) and below is not None and _is_row(below)
+                 and line.y0 - run[-1].y1 + 1 < 0.8 * (below.y0 - line.y1 + 1))
+        if near and (_is_row(line) or wrapped or tight):
             run.append(line)
             left = min(left, line.words[0][0])
             leaders = leaders or line.leader
@@ -232,11 +236,13 @@ def _read(run: list[_Line], rules: list[tuple[float, float, float]], fonts: Font
 
 def _rows(run: list[_Line], cuts: list[float], fonts: Fonts) -> list[_Row]:
     """Each line's words placed in columns by their centre (with whether it is bold throughout and
-    ran along a leader: a leader's own dots are left out, and any run into the entry before it);
-    a line whose first cell is empty and that fills a single cell is the wrapped rest of the row
-    above, joined to it."""
+    ran along a leader: a leader's own dots are left out, and any run into the entry before it).
+    A line that fills a single cell is the wrapped rest of the row above, joined to it, when that
+    cell is not the first, or when the line sits closer to the line above than to the one below
+    (a label over a group of rows sits closer to its group)."""
     rows: list[_Row] = []
-    for line in run:
+    gaps = [b.y0 - a.y1 for a, b in zip(run, run[1:], strict=False)]
+    for i, line in enumerate(run):
         cells: list[list[str]] = [[] for _ in range(len(cuts) + 1)]
         for w in (w for s in line.segments for w in s):
             cells[sum(1 for c in cuts if c < (w[0] + w[2]) / 2)].append(w[4])
@@ -245,7 +251,8 @@ def _rows(run: list[_Line], cuts: list[float], fonts: Fonts) -> list[_Row]:
             last = max(i for i, t in enumerate(texts) if t)
             texts = [t.rstrip(" .·…") if i < last else t for i, t in enumerate(texts)]
         bold = all(fonts.bold(w) for s in line.segments for w in s)
-        if rows and not texts[0] and sum(1 for t in texts if t) == 1:
+        tight = 0 < i < len(run) - 1 and gaps[i - 1] + 1 < 0.8 * (gaps[i] + 1)
+        if rows and sum(1 for t in texts if t) == 1 and (not texts[0] or tight):
             above, (top, _), was_bold, leader = rows[-1]
             joined = [f"{a} {t}".strip() for a, t in zip(above, texts, strict=True)]
             rows[-1] = (joined, (top, line.y1), was_bold, leader or line.leader)

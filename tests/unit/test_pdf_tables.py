@@ -209,3 +209,18 @@ def test_a_table_inside_a_page_frame_is_found_and_the_frame_is_not_one():
         page.draw_line((40, y), (555, y))
     assert [(b.component.header, b.component.rows) for b in _find(page)] == [
         (list(rows[0]), [list(r) for r in rows[1:]])]
+
+
+def test_a_first_cell_wrapped_onto_a_closer_line_joins_its_row():
+    import pymupdf
+
+    page = pymupdf.open().new_page()
+    lines = [(100, ("Vessel", "Tonnes", "Berth"), True), (118, ("Grey Heron", "120", "North"), False),
+             (136, ("Northern Star of", "3,400", "Deep"), False), (146, ("the Marsh",), False),
+             (164, ("Wick", "85", "Inner"), False), (182, ("Saltby Lass", "210", "North"), False)]
+    for y, cells, bold in lines:
+        for x, cell in zip((56, 200, 280), cells, strict=False):
+            page.insert_text((x, y), cell, fontsize=9, fontname="hebo" if bold else "helv")
+    [block] = _find(page)
+    assert block.component.rows[1] == ["Northern Star of the Marsh", "3,400", "Deep"]
+    assert len(block.component.rows) == 4 and len(block.row_bounds) == 4
