@@ -19,7 +19,7 @@ from laminae.tasks.parse.html import parse_html
 
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 HEADING_TAG = re.compile(r"<h[1-6][\s>]", re.I)
-_CONTENT_ROOT_TAG = re.compile(rb"<(/?)(?:article|main)(?=[\s>/])", re.I)
+_CONTENT_ROOT_TAG = re.compile(rb"<(/?)(?:article|main|footer)(?=[\s>/])", re.I)
 _CONTENT_ROOT_ATTR = re.compile(rb"""\s(role|id)\s*=(?=\s*["']?(?:main|content|mw-content-text)["'\s>/])""", re.I)
 
 
@@ -87,7 +87,8 @@ def _html_headings(source: str) -> list[tuple[int, str]]:
 def whole_body(html: bytes) -> bytes:
     """HTML that is all content (a Markdown page's HTML block, an e-book's chapter): the HTML
     parser reads only a web page's first ``<article>``, ``<main>``, ``role=main`` or ``id=content``
-    element (the rest is a site's chrome); here they open as plain ``<div>`` elements, since a
-    chapter may hold several articles (a magazine's) with text between them."""
+    element and leaves ``<footer>`` out (a site's chrome); here they open as plain ``<div>``
+    elements, since a chapter may hold several articles (a magazine's) with text between them, and
+    a letter's signature sits in its ``<footer>``."""
     html = _CONTENT_ROOT_TAG.sub(rb"<\1div", html)
     return _CONTENT_ROOT_ATTR.sub(rb" data-was-\1=", html)

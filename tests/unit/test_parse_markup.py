@@ -299,11 +299,12 @@ def test_epub_self_closed_elements_do_not_swallow_text():
 
 def test_epub_chapter_of_several_articles_is_read_whole():
     body = ('<h1>Issue 4</h1><article><h2>First story</h2><p>One text.</p></article><main role="main">'
-            '<h2>Second story</h2><p>Two text.</p></main><div id="content"><p>Closing words.</p></div>')
+            '<h2>Second story</h2><p>Two text.</p></main><div id="content"><p>Closing words.</p></div>'
+            "<footer><p>Yours truly, the editor</p></footer>")
     page = parse(docs.epub_bytes("Magazine", [("a.xhtml", docs.xhtml("A", body))]), DIR + "m.epub")
     assert [(c.text, c.section_path) for c in page.components] == [
         ("One text.", ["Issue 4", "First story"]), ("Two text.", ["Issue 4", "Second story"]),
-        ("Closing words.", ["Issue 4", "Second story"])]
+        ("Closing words.", ["Issue 4", "Second story"]), ("Yours truly, the editor", ["Issue 4", "Second story"])]
 
 
 def test_epub_chapter_cap_warns(monkeypatch):
