@@ -348,3 +348,16 @@ def test_zip_bomb_in_epub_is_refused():
         parse(body, DIR + "bomb.epub", cfg=ParseConfig(max_unzipped_bytes=1_000_000))
     assert err.value.reason == "zip_bomb"
     assert parse(body, DIR + "bomb.epub").components  # under the default bound it is read
+
+
+def test_epub_damaged_chapter_costs_that_chapter_only():
+    chapters = [("a.xhtml", docs.xhtml("A", "<h1>Alpha</h1><p>First chapter text.</p>")),
+                ("b.xhtml", docs.xhtml("B", "<h1>Beta</h1><p>Second chapter text.</p>"))]
+    body = bytearray(docs.epub_bytes("Book", chapters, nav=False))
+    with zipfile.ZipFile(io.BytesIO(bytes(body))) as z:
+        info = z.getinfo("OEBPS/b.xhtml")
+    at = info.header_offset + 30 + len(info.filename) + len(info.extra)  # the member's data
+    body[at + 2] ^= 0xFF
+    page = parse(bytes(body), DIR + "b.epub")
+    assert [c.text for c in page.components] == ["First chapter text."]
+    assert len(page.warnings) == 1 and page.warnings[0].startswith("chapter_unreadable: OEBPS/b.xhtml:")
