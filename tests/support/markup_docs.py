@@ -9,7 +9,9 @@ relative link to ``guide.md#install``, an image, a centred HTML logo block), ``g
 second page, linking back to the README), ``notes.txt`` (setext-underlined headings, wrapped
 prose, a numbered list and a log of 120 lines with no blank line) and ``book.epub`` (three XHTML
 chapters whose spine order differs from their order in the zip, a table in chapter 2, links
-between chapters, a picture the book holds, an EPUB 3 navigation document). ``epub_bytes`` builds
+between chapters, a picture the book holds, an EPUB 3 navigation document) and ``handbook.epub``
+(EPUB 2 as converters write it: an NCX, titles as styled paragraphs, page markers, a table headed
+by its first body row, a signature in a ``<footer>``). ``epub_bytes`` builds
 other books for the tests (missing parts, encryption, a zip bomb). Writes nothing but the bytes
 it returns. Used by tests/unit/test_parse_markup.py, the folder-seed tests and bench/fidelity.py.
 """
@@ -375,9 +377,58 @@ Their logbooks begin on the old quay and are kept at the county archive.
     return data, reference
 
 
+HANDBOOK_TABLE = (["Berth", "Length (m)", "Depth (m)"], [["North 1", "42", "6.5"], ["North 2", "38", "5.9"],
+                                                        ["South 1", "55", "8.1"]])
+
+
+def handbook() -> tuple[bytes, str]:
+    """An EPUB 2 book as converters write them: an NCX table of contents and no nav document,
+    chapter titles as styled paragraphs (no heading elements, so the NCX's labels name them), page
+    number markers, self-closed anchors, a table whose first body row is its header, and a
+    letter's signature in a ``<footer>``."""
+    header, rows = HANDBOOK_TABLE
+    table = ("<table><tbody><tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>"
+             + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows) + "</tbody></table>")
+    chapters = [
+        ("part1.html", xhtml("Part 1", """<div class="chapter"><p class="title">Berths and moorings</p>
+<span class="pagenum" id="page_1"/><p class="calibre1">Every boat that stays longer than a night is given a berth
+by the harbour office, which keeps a list of the berths and the depth of water at each.</p>
+""" + table + """
+<p class="calibre1">Depths are measured at the lowest tide of the year.</p></div>""")),
+        ("part2.html", xhtml("Part 2", """<div class="chapter"><p class="title">A letter from the council</p>
+<article><p class="calibre1">The council thanks the harbour office for the new list of berths, which has
+made the summer visitors' arrival far easier to plan.</p><footer><p>Yours faithfully, the clerk of the
+council</p></footer></article></div>""")),
+    ]
+    ncx = {"part1.html": "Berths and moorings", "part2.html": "A letter from the council"}
+    data = epub_bytes("Harbour Handbook", chapters, nav=False, ncx=ncx)
+    reference = f"""# Berths and moorings
+
+Berths and moorings
+
+Every boat that stays longer than a night is given a berth by the harbour office, which keeps a list of the
+berths and the depth of water at each.
+
+{md_table(header, rows)}
+
+Depths are measured at the lowest tide of the year.
+
+# A letter from the council
+
+A letter from the council
+
+The council thanks the harbour office for the new list of berths, which has made the summer visitors' arrival
+far easier to plan.
+
+Yours faithfully, the clerk of the council
+"""
+    return data, reference
+
+
 DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "readme.md": readme,
     "guide.md": guide,
     "notes.txt": notes,
     "book.epub": book,
+    "handbook.epub": handbook,
 }

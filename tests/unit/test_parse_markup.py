@@ -4,7 +4,9 @@ feature on the documents tests/support/markup_docs.py writes, and bad files one 
 from __future__ import annotations
 
 import io
+import re
 import zipfile
+from collections import Counter
 
 import pytest
 
@@ -361,3 +363,17 @@ def test_epub_damaged_chapter_costs_that_chapter_only():
     page = parse(bytes(body), DIR + "b.epub")
     assert [c.text for c in page.components] == ["First chapter text."]
     assert len(page.warnings) == 1 and page.warnings[0].startswith("chapter_unreadable: OEBPS/b.xhtml:")
+
+
+@pytest.mark.parametrize("name", sorted(docs.DOCUMENTS))
+def test_every_reference_word_is_read(name):
+    """Each fixture's reference words (markup, image targets and list marks left out) are all in
+    its parse: component text, section names and title."""
+    body, reference = docs.DOCUMENTS[name]()
+    page = parse(body, DIR + name)
+    reference = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", reference)
+    reference = re.sub(r"^\s*(?:[-*]|\d+\.)\s", " ", reference, flags=re.M)
+    got = " ".join([page.title, *(c.text for c in page.components),
+                    *(h for c in page.components for h in c.section_path)])
+    missing = Counter(re.findall(r"\w+", reference.casefold())) - Counter(re.findall(r"\w+", got.casefold()))
+    assert not missing
