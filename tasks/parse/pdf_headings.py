@@ -3,19 +3,23 @@
 Reads the text ``Block``s of every page and the PDF outline; sets ``Block.heading``. Writes nothing.
 The outline's titles win when most of them name text on the pages; else a block is a heading by
 its type: larger than the body text, bold at body size, a "Medium"/"Semibold" weight at least a
-point larger than the body, or a single italic line at body size that reads like a title (short,
-capitalised, no full stop). The layout model's section-header and title regions (when it ran) make
+point larger than the body, a single italic line at body size that reads like a title (short,
+capitalised, no full stop), or a single line numbered like a subsection ("2.1 Intake screens", not a
+table of contents' line that ends in its page number). The layout model's section-header and title regions (when it ran) make
 their short blocks headings too. A block with check boxes or other dingbats is never a heading.
 Levels follow size, then weight (bold over medium over italic).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from laminae.tasks.parse.pdf_blocks import Block
 
 HEADING_REGIONS = {"section-header", "title"}
+NUMBERED = re.compile(r"^\d{1,2}(\.\d{1,2})+\.?\s+[A-Z]")  # "2.1 Intake screens", "3.2.1 Seals"
+TOC_LINE = re.compile(r"(\.{3,}|\s)\d+$")  # "2.1 Intake screens ..... 14": a table of contents
 
 
 def _strength(b: Block) -> int:
@@ -35,6 +39,8 @@ def _candidate(b: Block, body: float) -> bool:
     if b.weight == 2 and b.size >= body - 0.1 and len(text) <= 120:
         return True
     if b.weight == 1 and b.size >= body + 0.9 and len(text) <= 120:
+        return True
+    if NUMBERED.match(text) and len(b.lines) == 1 and len(text) <= 80 and not TOC_LINE.search(text):
         return True
     titled = text[:1].isupper() or text[:1].isdigit()
     return (b.italic and len(b.lines) == 1 and b.size >= body - 0.1 and len(text.split()) <= 10 and titled

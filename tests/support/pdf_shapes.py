@@ -11,8 +11,9 @@ headings at body size and "Medium" subheadings one point larger, a line of ZapfD
 boxes, a figure drawn as 4x8 abutting image tiles beside a second figure (each with its caption)
 with callout labels over it, a paragraph in an embedded font whose ToUnicode map was removed (its
 characters extract as glyph ids: garbage), right-to-left Arabic and Hebrew paragraphs, three
-columns above and below a figure that spans them, and a bar chart drawn with vector paths whose
-tick and axis labels lie inside it.
+columns above and below a figure that spans them, a bar chart drawn with vector paths whose
+tick and axis labels lie inside it, and subsections numbered in the body's font on a one-page
+document with a header line.
 
 Fonts: pymupdf's base-14 fonts and DejaVu Sans (``/usr/share/fonts``; it has the ligature, Arabic and
 Hebrew glyphs). Writes nothing but the bytes it returns.
@@ -355,6 +356,20 @@ def vector_chart() -> tuple[bytes, str]:
     return d.tobytes()
 
 
+def numbered_headings() -> tuple[bytes, str]:
+    """Subsections numbered "1.1", "1.2" in the body's own font and size; a one-page document whose
+    header line and "Page 1 of 1" footer are not part of its text (no repeat tells them apart)."""
+    d = Doc()
+    d.page.insert_text((LEFT, 30), "Pump station handbook", fontsize=8, fontname="helv")
+    d.page.insert_text((W - 100, H - 24), "Page 1 of 1", fontsize=8, fontname="helv")
+    d.heading("Intake and filters")
+    for i, name in enumerate(["Intake screens", "Sand filters", "Winter care"]):
+        d.y += 4
+        d.heading(f"1.{i + 1} {name}", size=BODY, font="tiro", level=2)
+        d.paragraph(PROSE[i])
+    return d.tobytes()
+
+
 DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "tex_spaces.pdf": tex_spaces,
     "glyph_gaps.pdf": glyph_gaps,
@@ -365,4 +380,5 @@ DOCUMENTS: dict[str, Callable[[], tuple[bytes, str]]] = {
     "rtl.pdf": rtl,
     "three_columns.pdf": three_columns,
     "vector_chart.pdf": vector_chart,
+    "numbered_headings.pdf": numbered_headings,
 }
