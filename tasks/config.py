@@ -119,8 +119,10 @@ class ParseConfig(BaseModel):
                                        "a tables_skipped warning.")
     pdf_layout: Literal["auto", "rules", "model"] = Field(
         "auto", description="How a PDF page's regions (columns, headings, tables, figures, headers and footers) "
-        "are found: 'rules' from fonts, rules and gaps; 'model' by pymupdf's layout model; auto: what "
-        "measured best.")
+        "are found: 'rules' from fonts, gaps, drawn lines and repeats across pages; 'model' adds pymupdf's layout "
+        "model (section headers in body type, a one-page document's header, figure and table regions; loaded "
+        "once a process, about 1 s a page on 2 busy cores); 'auto' is the rules, which read bench/pdf.py "
+        "--shapes as well but for a lone page's header, at a fortieth of the cost.")
     max_sheet_rows: int = Field(10_000, ge=1, description="Rows a spreadsheet's sheet (XLSX) or a CSV file keeps "
                                 "as table rows; the rest are dropped with a rows_cut warning.")
     max_unzipped_bytes: int = Field(200_000_000, ge=1, description="Bytes a zipped document (DOCX, PPTX, XLSX, "
