@@ -38,6 +38,7 @@ UNPARSABLE = "unparsable_epub"
 MAX_CHAPTERS = 5000
 MAX_BOOK_HTML_BYTES = 64_000_000  # chapters' XHTML read in all
 MAX_IMAGE_BYTES = 20_000_000
+MAX_TITLE_CHARS = 1000  # every picture's text repeats the title
 # chapters are read at this root, so that links between them resolve to paths in the zip
 BOOK_ROOT = "file:///epub-book/"
 XHTML_TYPES = ("application/xhtml+xml", "text/html", "application/x-dtbook+xml")
@@ -101,7 +102,7 @@ class BookReader:
             if not first_heading:
                 first_heading = next((c.section_path[0] for c in found if c.section_path), "")
             components.extend(found)
-        title = book.title or first_heading or file_name(self.url)
+        title = (book.title or first_heading or file_name(self.url))[:MAX_TITLE_CHARS]
         for comp in components:
             if comp.kind in ("image", "video"):
                 comp.text = image_text_proxy(comp, title)
