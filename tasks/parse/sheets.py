@@ -98,7 +98,7 @@ def _library_rows(sheet) -> Iterator[tuple]:
 def _number_format(cell) -> str:
     try:
         return cell.number_format
-    except (IndexError, KeyError):  # a style the workbook's style table does not hold
+    except (IndexError, KeyError, TypeError):  # a style the workbook's style table does not hold (or no number)
         return "General"
 
 
@@ -137,8 +137,12 @@ def _sheet_rows(sheet, merges: list[tuple[int, int, int, int]], cap: int,
                 warnings: list[str]) -> tuple[list[list[str]], set[int]]:
     """A sheet's rows as strings (an empty row as []), up to ``cap`` non-empty ones, merged cells
     filled; and the rows that are one merged cell (a title over a table)."""
-    declared = sheet.max_row
-    sheet.reset_dimensions()  # else rows are padded to the declared width, which formatting can make 16,384
+    try:
+        declared = sheet.max_row
+        sheet.reset_dimensions()  # else rows are padded to the declared width, which formatting can make 16,384
+    except Exception as exc:  # openpyxl reads the sheet's dimension from its XML here
+        raise ParseError(f"openpyxl cannot read sheet {sheet.title}: {type(exc).__name__}: {exc}",
+                         "unparsable_xlsx") from None
     rows: list[list[str]] = []
     kept = 0
     for row in _library_rows(sheet):

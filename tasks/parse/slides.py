@@ -41,6 +41,8 @@ R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 EMU_PER_PX = 9525
 MAX_GROUP_DEPTH = 32
+PROPERTIES = ("title", "author", "subject", "keywords", "comments", "category", "created", "modified")
+META_KEYS = {"comments": "description"}
 GENERIC_TITLES = {"presentation", "powerpoint presentation", "slide 1"}  # what templates leave as the title
 
 
@@ -52,6 +54,10 @@ def parse_pptx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset:
 
         deck = Presentation(io.BytesIO(body))
         slides = list(deck.slides)
+        for slide in slides:  # the parts a slide's reading reaches, resolved while a failure is the package's
+            _ = slide.slide_layout.placeholders, slide.shapes, slide.has_notes_slide
+        props = deck.core_properties
+        props_read = {key: getattr(props, key) for key in PROPERTIES}
     except Exception as exc:  # python-pptx raises KeyError, ValueError, lxml errors... on a damaged package
         raise ParseError(f"python-pptx cannot open the PPTX file: {type(exc).__name__}: {exc}",
                          "unparsable_pptx") from None
@@ -61,18 +67,15 @@ def parse_pptx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset:
         title = reader.slide(slide, number)
         first_title = first_title or title
     reader.outline.close()
-    props = deck.core_properties
-    own = (props.title or "").strip()
+    own = (props_read["title"] or "").strip()
     title = (own if own.lower() not in GENERIC_TITLES else "") or first_title or file_title(url)
     for comp in reader.components:
         if comp.kind == "image":
             comp.text = image_text_proxy(comp, title)
     if reader.charts:
         reader.warnings.append(f"drawing_skipped: {reader.charts} charts are not read")
-    meta = {key: str(value).strip() for key, value in (
-        ("author", props.author), ("subject", props.subject), ("keywords", props.keywords),
-        ("description", props.comments), ("category", props.category), ("created", props.created),
-        ("modified", props.modified)) if value not in (None, "")}
+    meta = {META_KEYS.get(key, key): str(value).strip() for key, value in props_read.items()
+            if key != "title" and value not in (None, "")}
     components = [c for c in reader.components
                   if c.kind != "paragraph" or len(c.text) >= max(cfg.min_paragraph_chars, 1)]
     return ParsedPage(url=url, title=title, canonical_url=None, lang=None, components=components,

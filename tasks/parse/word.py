@@ -45,6 +45,8 @@ from laminae.tasks.parse.word_tables import TableReader
 RT_FOOTNOTES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes"
 RT_ENDNOTES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes"
 HEADING_STYLE = re.compile(r"^heading ([1-9])$")
+PROPERTIES = ("title", "author", "subject", "keywords", "comments", "category", "created", "modified")
+META_KEYS = {"comments": "description"}
 
 
 def parse_docx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
@@ -54,21 +56,24 @@ def parse_docx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset:
         import docx
 
         document = docx.Document(io.BytesIO(body))
+        props = document.core_properties
+        props_read = {key: getattr(props, key) for key in PROPERTIES}
     except Exception as exc:  # python-docx raises KeyError, ValueError, lxml errors... on a damaged package
         raise ParseError(f"python-docx cannot open the DOCX file: {type(exc).__name__}: {exc}",
                          "unparsable_docx") from None
+    if document.element.tag != w("document") or document.element.find(w("body")) is None:
+        raise ParseError(f"the DOCX file's main part is a {document.element.tag}, not a WordprocessingML document "
+                         "with a body (a Strict Open XML document? save it as Word's default format)",
+                         "unparsable_docx")
     reader = DocxReader(document, url, cfg)
     reader.read()
-    props = document.core_properties
     first = next((text for level, text in reader.headings if level <= 1), None)
-    title = (props.title or "").strip() or first or file_title(url)
+    title = (props_read["title"] or "").strip() or first or file_title(url)
     for comp in reader.components:
         if comp.kind == "image":
             comp.text = image_text_proxy(comp, title)
-    meta = {key: str(value).strip() for key, value in (
-        ("author", props.author), ("subject", props.subject), ("keywords", props.keywords),
-        ("description", props.comments), ("category", props.category), ("created", props.created),
-        ("modified", props.modified)) if value not in (None, "")}
+    meta = {META_KEYS.get(key, key): str(value).strip() for key, value in props_read.items()
+            if key != "title" and value not in (None, "")}
     components = [c for c in reader.components
                   if c.kind != "paragraph" or len(c.text) >= max(cfg.min_paragraph_chars, 1)]
     return ParsedPage(url=url, title=title, canonical_url=None, lang=_language(document), components=components,

@@ -404,6 +404,18 @@ def test_ole_files_encrypted_or_legacy() -> None:
     assert reason(docs.legacy_doc(), "old.docx", DOCX_TYPE) == "unparsable_docx"
 
 
+def test_strict_open_xml_docx_is_unparsable() -> None:
+    data = docs.DOCUMENTS["minutes.docx"]()[0]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z, zipfile.ZipFile(io.BytesIO(data)) as src:
+        for item in src.infolist():
+            body = src.read(item.filename)
+            if item.filename == "word/document.xml":  # ISO 29500 Strict's namespace, which python-docx does not read
+                body = body.replace(docs.NS["w"].encode(), b"http://purl.oclc.org/ooxml/wordprocessingml/main")
+            z.writestr(item, body)
+    assert reason(out.getvalue(), "strict.docx") == "unparsable_docx"
+
+
 def test_damaged_part_inside_a_good_zip() -> None:
     data = docs.DOCUMENTS["report.docx"]()[0]
     out = io.BytesIO()
