@@ -239,7 +239,7 @@ def _read_page(page, number: int, url: str, cfg: ParseConfig, scans: Scans, budg
         margin = 0.15 * page.rect.height
         blocks = [b for b in blocks if not (b.region in MARGIN_REGIONS and (
             b.bbox[3] <= margin or b.bbox[1] >= page.rect.height - margin))]
-    take_labels(images, blocks, boxes(regions, "picture"))
+    take_labels(images, blocks, page.rect.width * page.rect.height, boxes(regions, "picture"))
     words = Words(page, textpage)
     tables = (find_page_tables(page, number, rules, words, budget, cfg, boxes(regions, "table") if regions else None)
               if cfg.pdf_tables and blocks else [])

@@ -23,6 +23,7 @@ from laminae.tasks.parse.pdf_figures import MAX_LABEL, groups
 MIN_SIDE = 40.0  # points: a drawing at least this wide and high
 LABEL_REACH = 24.0  # points around a drawing where its labels may sit
 SCALE = 2.0  # pixels a point when rendered (144 dpi)
+MAX_PATHS = 3000  # a page with more vector paths is one drawing, not grouped path by path
 
 
 def _overlaps(a: tuple, b: tuple) -> bool:
@@ -50,7 +51,9 @@ def drawings(page, number: int, rules: list[tuple], blocks: list[Block], tables:
     """The page's vector drawings as image blocks; their labels leave ``blocks``."""
     paths = [r[:4] for r in rules]
     areas = []
-    for group in groups(paths, slack=4.0):
+    if len(paths) > MAX_PATHS:  # a map or a plan: its paths are one drawing (and grouping them would be slow)
+        areas.append(_union(paths))
+    for group in groups(paths, slack=4.0) if len(paths) <= MAX_PATHS else []:
         if len(group) < 3 or not any(min(paths[i][2] - paths[i][0], paths[i][3] - paths[i][1]) > 3 for i in group):
             continue
         areas.append(_union([paths[i] for i in group]))

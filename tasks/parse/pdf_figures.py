@@ -89,22 +89,25 @@ def _render(page, number: int, box: tuple, tiles: list[dict], warnings: list[str
     return out
 
 
-def take_labels(images: list[Block], blocks: list[Block], regions: list[tuple] = ()) -> None:
+def take_labels(images: list[Block], blocks: list[Block], page_area: float, regions: list[tuple] = ()) -> None:
     """Short text inside a figure's box (or a picture region the layout model found) joins that
-    figure's ``alt`` and leaves ``blocks``."""
+    figure's ``alt`` and leaves ``blocks``. A picture behind half the page or more, or behind any
+    paragraph, is a background: the text over it stays text."""
     for im in images:
-        box = im.bbox
-        labels = [b for b in blocks if b.kind == "text" and not b.heading and len(b.text) <= MAX_LABEL
-                  and _inside(b.bbox, box)]
-        for region in regions:
-            if _inside(box, region):
-                labels += [b for b in blocks if b.kind == "text" and not b.heading and len(b.text) <= MAX_LABEL
-                           and _inside(b.bbox, region) and b not in labels]
-        if labels:
-            labels.sort(key=lambda b: (round(b.bbox[1]), b.bbox[0]))
-            im.component.alt = ", ".join(b.text for b in labels)
-            keep = {id(b) for b in labels}
-            blocks[:] = [b for b in blocks if id(b) not in keep]
+        areas = [im.bbox] + [r for r in regions if _inside(im.bbox, r)]
+        if _area(im.bbox) > 0.5 * page_area:
+            continue
+        over = [b for b in blocks if b.kind == "text" and any(_inside(b.bbox, a) for a in areas)]
+        if not over or any(len(b.text) > MAX_LABEL for b in over):
+            continue
+        over.sort(key=lambda b: (round(b.bbox[1]), b.bbox[0]))
+        im.component.alt = ", ".join(b.text for b in over)
+        taken = {id(b) for b in over}
+        blocks[:] = [b for b in blocks if id(b) not in taken]
+
+
+def _area(box: tuple) -> float:
+    return max(box[2] - box[0], 0.0) * max(box[3] - box[1], 0.0)
 
 
 def _inside(inner: tuple, outer: tuple, slack: float = 2.0) -> bool:

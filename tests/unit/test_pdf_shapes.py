@@ -151,3 +151,17 @@ def test_numbered_subsections_are_headings_and_the_model_drops_a_lone_page_heade
     assert page.components[0].text == "Pump station handbook" and "Page 1 of 1" not in _read(page)
     modelled, reference = _parse("numbered_headings.pdf", ParseConfig(pdf_layout="model"))
     assert _read(modelled) == _reference_blocks(reference)[0]  # page-header region: dropped
+
+
+def test_text_over_a_background_picture_stays_text():
+    from tests.support.pdf_shapes import Doc, _picture, _png
+
+    d = Doc()
+    d.page.insert_image(d.pymupdf.Rect(0, 0, 595, 842), stream=_png(_picture(300, 420)), keep_proportion=False)
+    d.heading("Annual open day")
+    d.paragraph("Visitors are welcome.")
+    d.page.insert_image(d.pymupdf.Rect(56, 300, 300, 420), stream=_png(_picture(240, 120)), keep_proportion=False)
+    d.paragraph(PROSE[0], x1=300, y=310)
+    page = parse_pdf(d.tobytes()[0], URL.format("poster.pdf"))
+    assert [c.text for c in page.components if c.kind == "paragraph"] == ["Visitors are welcome.", PROSE[0]]
+    assert all(not c.alt for c in page.components if c.kind == "image")
