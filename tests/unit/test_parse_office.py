@@ -426,6 +426,24 @@ def test_damaged_part_inside_a_good_zip() -> None:
     assert reason(out.getvalue(), "damaged.docx") == "unparsable_docx"
 
 
+@pytest.mark.parametrize("name", ["report.docx", "deck.pptx", "ledger.xlsx"])
+def test_each_part_cut_short_is_a_parse_error_or_a_page(name: str) -> None:
+    data = docs.DOCUMENTS[name]()[0]
+    with zipfile.ZipFile(io.BytesIO(data)) as src:
+        members = {i.filename: src.read(i.filename) for i in src.infolist()}
+    for victim in [m for m in members if m.endswith((".xml", ".rels"))]:
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as z:
+            for member, body in members.items():
+                z.writestr(member, body[: len(body) // 2] if member == victim else body)
+        try:
+            page = parse(out.getvalue(), BASE + name)
+        except ParseError as exc:
+            assert exc.reason == f"unparsable_{name.rsplit('.', 1)[1]}", victim
+        else:
+            assert isinstance(page, ParsedPage), victim
+
+
 def docx_bytes(document) -> bytes:
     out = io.BytesIO()
     document.save(out)
