@@ -5,8 +5,8 @@ CSV file) one table, or several where blank rows part blocks that each start lik
 title cell or a header row; a block that starts with data goes on the table above it). In each:
 empty leading and trailing rows and columns trimmed, a block's leading single-cell rows ("Sales
 2025") read as its caption after the sheet's name, a header row detected (the first row, when most
-of its cells are words and not numbers or dates, and rows follow it; in a one-column list only
-above numbers or dates; else no header), merged
+of its cells are words (or years above other values) and not numbers or dates, and rows follow it;
+in a one-column list only above numbers or dates; else no header), merged
 cells' value repeated into every cell they cover, values as Excel shows them (integers without
 ".0", the format's decimals, thousands separators and percent, dates ISO 8601, formulas as the
 value Excel cached: ``data_only``). Hidden sheets are read like the others: they often hold the
@@ -42,6 +42,7 @@ MAX_TITLE_ROWS = 3
 MERGE = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]{1,3})(\d{1,7})(?::([A-Z]{1,3})(\d{1,7}))?"')
 NUMERIC = re.compile(r"^[-+(]?[$€£¥]?\s?[\d.,\s]*\d[\d.,\s]*(%|e[-+]?\d+)?\)?$", re.IGNORECASE)
 DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}([ T]\d{1,2}:\d{2}(:\d{2})?)?$|^\d{1,2}:\d{2}(:\d{2})?$")
+YEAR = re.compile(r"^(1[89]|20)\d\d$")
 # a number format Excel applies to a number: digits, decimals, thousands, percent (literals, colours,
 # locales and currency symbols around them removed first)
 FORMAT_NOISE = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.|_.|\*.|[$€£¥\s]')
@@ -291,8 +292,9 @@ def is_textual(value: str) -> bool:
 
 def is_header(block: list[list[str]]) -> bool:
     """Whether a block's first row labels its columns: rows follow it, and most of its cells are
-    filled and most of those are words; in a block of one column (a list), only above values that
-    are not words (a list of names has no header)."""
+    filled and most of those are labels: words, or years above values that are not years ("Region |
+    2024 | 2025"); in a block of one column (a list), only a word above values that are not words
+    (a list of names has no header)."""
     if len(block) < 2:
         return False
     first = block[0]
@@ -301,4 +303,12 @@ def is_header(block: list[list[str]]) -> bool:
     if width == 1:
         below = [r[0] for r in block[1:] if r and r[0]]
         return bool(filled) and is_textual(filled[0]) and 2 * sum(is_textual(v) for v in below) < len(below)
-    return 2 * len(filled) >= width and 2 * sum(is_textual(v) for v in filled) > len(filled)
+
+    def label(col: int, value: str) -> bool:
+        if is_textual(value):
+            return True
+        below = [r[col] for r in block[1:] if col < len(r) and r[col]]
+        return bool(YEAR.match(value)) and any(not YEAR.match(v) for v in below)
+
+    labels = sum(label(col, v) for col, v in enumerate(first) if v)
+    return 2 * len(filled) >= width and 2 * labels > len(filled)

@@ -346,6 +346,14 @@ def test_csv_without_header_row_cap_and_huge_field() -> None:
     assert page.warnings and page.warnings[0].startswith("csv_error: line ")
 
 
+def test_csv_tsv_name_and_years_as_labels() -> None:
+    [table] = parsed("dues.tsv", b"Region\t2024\t2025\nNorth\t125,000\t131,500\nSouth\t98,200\t97,000\n").components
+    assert table.header == ["Region", "2024", "2025"]
+    assert table.rows == [["North", "125,000", "131,500"], ["South", "98,200", "97,000"]]
+    [years] = parsed("years.csv", b"2019,2020,2021\n2022,2023,2024\n").components
+    assert years.header is None
+
+
 def test_csv_one_column_header_only_above_numbers() -> None:
     [names] = parsed("pilots.csv", b"Anna Berg\nCarl Dunn\nEva Holm\n").components
     assert names.header is None and names.rows == [["Anna Berg"], ["Carl Dunn"], ["Eva Holm"]]
