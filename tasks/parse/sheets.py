@@ -3,22 +3,23 @@
 Reads the file's bytes; returns a ``ParsedPage`` whose components are tables: each sheet (each
 CSV file) one table, or several where blank rows part blocks that each start like a table (a
 title cell or a header row; a block that starts with data goes on the table above it). In each:
-empty leading and trailing rows and columns trimmed, a block's leading single-cell rows ("Sales
-2025") read as its caption after the sheet's name, a header row detected (the first row, when most
-of its cells are words (or years above other values) and not numbers or dates, and rows follow it;
-in a one-column list only above numbers or dates; else no header), merged
-cells' value repeated into every cell they cover, values as Excel shows them (integers without
-".0", the format's decimals, thousands separators and percent, dates ISO 8601, formulas as the
-value Excel cached: ``data_only``). Hidden sheets are read like the others: they often hold the
-lookup tables the visible sheets' values come from, which are the document's data too.
+empty leading and trailing rows and columns trimmed; a block's leading single-cell rows ("Sales
+2025") read as its caption after the sheet's name; a header row detected: the first row, when
+rows follow it and most of its cells are filled and most of those are words (or years above
+other values), not numbers or dates; in a one-column list only a word above numbers or dates;
+else no header. Merged cells' value is repeated into every cell they cover; values are shown as
+Excel shows them (integers without ".0", the format's decimals, thousands separators and
+percent, dates ISO 8601, formulas as the value Excel cached: ``data_only``). Hidden sheets are
+read like the others: they often hold the lookup tables the visible sheets' values come from,
+which are the document's data too.
 
 Bounded: openpyxl's read-only mode streams a sheet's rows; a sheet keeps ``max_sheet_rows``
 non-empty rows and stops reading there (warning "rows_cut: sheet NAME: kept N of M rows", M the
-rows its dimension declares); a CSV field is at most ``MAX_FIELD_CHARS`` (past that the rows from
-there are dropped with a warning). The CSV's delimiter is sniffed on its first ``SNIFF_CHARS``
-(a ``.tsv`` file is tab-separated), its encoding is ``decode_text``'s. The 10,000 default of
-``max_sheet_rows`` is kept: each row becomes a row subcomponent that is embedded, so it is the
-real bound on a sheet's cost.
+rows its dimension declares, or "more than N" without one; a CSV's rows are all counted); a CSV
+field is at most ``MAX_FIELD_CHARS`` (past that the rows from there are dropped with a warning).
+The CSV's delimiter is sniffed on its first ``SNIFF_CHARS`` (a ``.tsv`` file is tab-separated),
+its encoding is ``decode_text``'s. The 10,000 default of ``max_sheet_rows`` is kept: each row
+becomes a row subcomponent that is embedded, so it is the real bound on a sheet's cost.
 """
 
 from __future__ import annotations
