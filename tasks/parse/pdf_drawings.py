@@ -5,7 +5,8 @@ Reads a page's vector boxes (``laminae.tasks.parse.pdf_page``), its text, table 
 and the layout model's picture regions when it ran; returns image ``Block``s (the drawing's area
 rendered as a PNG) and removes the drawing's labels from the text blocks. Writes nothing. A drawing
 is a group of touching paths (at least three, one of them an area, not only thin lines: a table's
-ruling or a signature line is not a drawing) at least 40 points on each side, outside every table,
+ruling or a signature line is not a drawing; a box behind half the page is a background, not part
+of one) at least 40 points on each side, outside every table,
 smaller than most of the page, with no paragraph inside it (a shaded box around text is a frame,
 not a figure). Short text in and just around it (tick marks' numbers, axis titles, callouts) is its
 labels: they join the figure's ``alt`` and leave the paragraphs.
@@ -49,7 +50,8 @@ def _body_size(blocks: list[Block]) -> float:
 def drawings(page, number: int, rules: list[tuple], blocks: list[Block], tables: list[Block], images: list[Block],
              warnings: list[str], regions: list[tuple] = ()) -> list[Block]:
     """The page's vector drawings as image blocks; their labels leave ``blocks``."""
-    paths = [r[:4] for r in rules]
+    page_area = page.rect.width * page.rect.height
+    paths = [r[:4] for r in rules if (r[2] - r[0]) * (r[3] - r[1]) <= 0.5 * page_area]  # not a page background
     areas = []
     if len(paths) > MAX_PATHS:  # a map or a plan: its paths are one drawing (and grouping them would be slow)
         areas.append(_union(paths))
@@ -58,7 +60,6 @@ def drawings(page, number: int, rules: list[tuple], blocks: list[Block], tables:
             continue
         areas.append(_union([paths[i] for i in group]))
     areas += [tuple(r) for r in regions if not any(_overlaps(tuple(r), im.bbox) for im in images)]
-    page_area = page.rect.width * page.rect.height
     body = _body_size(blocks)
     out: list[Block] = []
     for box in sorted(areas, key=lambda b: (b[2] - b[0]) * (b[3] - b[1]), reverse=True):

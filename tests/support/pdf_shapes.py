@@ -329,9 +329,10 @@ def three_columns() -> tuple[bytes, str]:
 
 
 def vector_chart() -> tuple[bytes, str]:
-    """A bar chart drawn with vector paths (no image): axes, bars, tick and axis labels inside it;
-    its caption below."""
+    """A bar chart drawn with vector paths (no image) over a white page background: axes, bars, tick
+    and axis labels inside it; its caption below."""
     d = Doc()
+    d.page.draw_rect(d.page.rect, color=None, fill=(1, 1, 1))  # a page background, as many writers paint
     d.heading("Water drawn each month")
     d.paragraph(PROSE[3])
     x0, top, height = LEFT + 30, d.y + 10, 160.0
