@@ -73,3 +73,13 @@ def test_three_columns_and_no_columns_for_bullets_or_labels():
     labels = [_block(56, 80 + 20 * i, 120, 92 + 20 * i, f"Label {i}:", lines=1) for i in range(3)]
     values = [_block(320, 80 + 20 * i, 400, 92 + 20 * i, f"value {i}", lines=1) for i in range(3)]
     assert reading_order(values + labels) == [b for pair in zip(labels, values, strict=True) for b in pair]
+
+
+def test_the_layout_model_loads_only_when_asked():
+    import subprocess
+    import sys
+
+    code = ("import laminae.tasks.parse.pdf_layout as L, pymupdf; print(pymupdf._get_layout is None); "
+            "print(L.available(), callable(pymupdf._get_layout))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]  # deferred by the import, loaded by available()
