@@ -9,7 +9,9 @@ rows follow it and most of its cells are filled and most of those are words (or 
 other values), not numbers or dates; in a one-column list only a word above numbers or dates;
 else no header. Merged cells' value is repeated into every cell they cover; values are shown as
 Excel shows them (integers without ".0", the format's decimals, thousands separators and
-percent, dates ISO 8601, formulas as the value Excel cached: ``data_only``). Hidden sheets are
+percent, dates ISO 8601, formulas as the value Excel cached: ``data_only``); a cell's hyperlink out
+of the workbook is a link of its row (``sheet_parts.py`` reads merges and links from the sheet's
+XML, which openpyxl's read-only mode does not). Hidden sheets are
 read like the others: they often hold the lookup tables the visible sheets' values come from,
 which are the document's data too.
 
@@ -29,18 +31,17 @@ import datetime as dt
 import io
 import re
 import warnings as py_warnings
-import zipfile
 from collections.abc import Iterable, Iterator
 
 from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.crawl.formats import TSV_TYPE, extension_type
-from laminae.tasks.parse.document import Component, ParsedPage, ParseError, decode_text
-from laminae.tasks.parse.office import file_title, open_office_zip, table_component
+from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError, decode_text
+from laminae.tasks.parse.office import file_title, link_to, open_office_zip, table_component
+from laminae.tasks.parse.sheet_parts import sheet_ranges
 
 SNIFF_CHARS = 64 * 1024
 MAX_FIELD_CHARS = 1_000_000
 MAX_TITLE_ROWS = 3
-MERGE = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]{1,3})(\d{1,7})(?::([A-Z]{1,3})(\d{1,7}))?"')
 NUMERIC = re.compile(r"^[-+(]?[$€£¥]?\s?[\d.,\s]*\d[\d.,\s]*(%|e[-+]?\d+)?\)?$", re.IGNORECASE)
 DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}([ T]\d{1,2}:\d{2}(:\d{2})?)?$|^\d{1,2}:\d{2}(:\d{2})?$")
 YEAR = re.compile(r"^(1[89]|20)\d\d$")
@@ -69,9 +70,11 @@ def parse_xlsx(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset:
                              "unparsable_xlsx") from None
         try:
             for sheet in sheets:
-                merges = _merged_ranges(archive, getattr(sheet, "_worksheet_path", None))
+                merges, targets = sheet_ranges(archive, getattr(sheet, "_worksheet_path", None))
                 rows, titles = _sheet_rows(sheet, merges, cfg.max_sheet_rows, warnings)
-                components.extend(sheet_tables(rows, sheet.title, [sheet.title], titles))
+                links = {(r - 1, c - 1): link for (r, c), target in targets.items()
+                         if (link := link_to(url, target, "", -1, -1)) is not None}
+                components.extend(sheet_tables(rows, sheet.title, [sheet.title], titles, links))
         finally:
             book.close()
     meta = {key: str(value).strip() for key, value in (
@@ -102,37 +105,6 @@ def _number_format(cell) -> str:
         return cell.number_format
     except (IndexError, KeyError, TypeError):  # a style the workbook's style table does not hold (or no number)
         return "General"
-
-
-def _merged_ranges(archive: zipfile.ZipFile, path: str | None) -> list[tuple[int, int, int, int]]:
-    """(first row, first column, last row, last column) of a sheet's merged cells, read from its
-    XML (openpyxl's read-only sheets do not know them); the XML is streamed, not held."""
-    if not path:
-        return []
-    path = path.lstrip("/")
-    out: list[tuple[int, int, int, int]] = []
-    try:
-        with archive.open(path) as stream:
-            tail = b""
-            while chunk := stream.read(1 << 20):
-                data = tail + chunk
-                end = 0
-                for m in MERGE.finditer(data):
-                    c1, r1 = _column(m.group(1)), int(m.group(2))
-                    c2, r2 = (_column(m.group(3)), int(m.group(4))) if m.group(3) else (c1, r1)
-                    out.append((min(r1, r2), min(c1, c2), max(r1, r2), max(c1, c2)))
-                    end = m.end()
-                tail = data[max(end, len(data) - 200):]
-    except (KeyError, zipfile.BadZipFile, OSError, EOFError):
-        return []
-    return out
-
-
-def _column(letters: bytes) -> int:
-    n = 0
-    for ch in letters:
-        n = n * 26 + ch - 64
-    return n
 
 
 def _sheet_rows(sheet, merges: list[tuple[int, int, int, int]], cap: int,
@@ -247,10 +219,11 @@ def _csv_rows(reader: Iterator[list[str]], name: str, cap: int, warnings: list[s
 
 # -- tables of a sheet -------------------------------------------------------------------------
 def sheet_tables(rows: list[list[str]], name: str | None, section_path: list[str],
-                 title_rows: set[int] | None = None) -> list[Component]:
+                 title_rows: set[int] | None = None, links: dict[tuple[int, int], Link] | None = None
+                 ) -> list[Component]:
     """The tables of a sheet's rows (see the module docstring); ``title_rows``: indices of rows
-    that are one merged cell."""
-    groups: list[tuple[list[str], bool, list[list[str]]]] = []  # (title rows, has a header, rows)
+    that are one merged cell; ``links``: (row, column) index -> the cell's hyperlink."""
+    groups: list[tuple[list[str], bool, list[tuple[int, list[str]]]]] = []  # (title rows, has a header, rows)
     for block in _blocks(rows):
         titles: list[str] = []
         while len(titles) < MAX_TITLE_ROWS and len(block) > 1 and max(len(r) for _, r in block[1:]) > 1 and (
@@ -261,13 +234,16 @@ def sheet_tables(rows: list[list[str]], name: str | None, section_path: list[str
         header = is_header(cells)
         lone = len(cells) == 1 and sum(bool(v) for v in cells[0]) == 1  # a note under a table
         if groups and not titles and not header and not lone:
-            groups[-1][2].extend(cells)  # a block that starts with data goes on with the table above
+            groups[-1][2].extend(block)  # a block that starts with data goes on with the table above
         else:
-            groups.append((titles, header, cells))
+            groups.append((titles, header, block))
     out = []
-    for titles, header, cells in groups:
+    links = links or {}
+    for titles, header, block in groups:
         caption = " / ".join([name, *titles] if name else titles) or None
-        comp = table_component([[(v, []) for v in r] for r in cells], int(header), caption, section_path)
+        grid = [[(v, [Link(links[(i, j)].url, v)] if (i, j) in links else []) for j, v in enumerate(r)]
+                for i, r in block]
+        comp = table_component(grid, int(header), caption, section_path)
         if comp is not None:
             out.append(comp)
     return out

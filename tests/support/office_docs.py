@@ -372,8 +372,8 @@ def add_cached_values(data: bytes, values: dict[tuple[str, str], str]) -> bytes:
 
 def ledger_xlsx() -> tuple[bytes, str]:
     """Three sheets: sales under a merged title row (integers, decimals, thousands, a percentage,
-    dates, a formula with its cached value), a notes sheet of two tables parted by a blank row,
-    and a hidden lookup sheet."""
+    dates, a formula with its cached value, two cells with hyperlinks), a notes sheet of two tables
+    parted by a blank row, and a hidden lookup sheet."""
     import openpyxl
 
     book = openpyxl.Workbook()
@@ -397,6 +397,8 @@ def ledger_xlsx() -> tuple[bytes, str]:
                 cell.number_format = "0.0%"
             elif c == 3 and r > 3:
                 cell.number_format = "yyyy-mm-dd"
+    sales["B4"].hyperlink = "https://example.org/quays/north"
+    sales["B5"].hyperlink = "quays/south.xlsx"  # relative: beside the workbook
     sales["B7"] = "All quays"
     sales["E7"] = "=SUM(E4:E6)"
     shown = [["North quay", "2025-01-01", "125,000.50", "212", "30.5%"],

@@ -293,6 +293,9 @@ def test_xlsx_sheets_are_tables_with_headers_and_shown_values(ledger: ParsedPage
                           ["South quay", "2025-04-01", "98,200.00", "180", "24.0%"],
                           ["East quay", "2025-07-01", "187,000.25", "377", "45.5%"],
                           ["All quays", "", "", "769", ""]]  # 769: the formula's cached value
+    assert [(lk.url, lk.anchor, lk.row) for lk in sales.links] == [
+        ("https://example.org/quays/north", "North quay", 0),
+        ("file:///srv/share/reports/quays/south.xlsx", "South quay", 1)]
 
 
 def test_xlsx_blocks_split_and_hidden_sheet_kept(ledger: ParsedPage) -> None:
