@@ -111,7 +111,7 @@ def sniff_content_type(body: bytes, declared: str | None, url: str | None = None
     lowered = stripped[:512].lower()
     if lowered.startswith(b"<svg") or (lowered.startswith(b"<?xml") and b"<svg" in head.lower()):
         return "image/svg+xml"
-    if b"\x00" in head:
+    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text has zero bytes
         return "application/octet-stream"
     if named in (MARKDOWN_TYPE, CSV_TYPE, TSV_TYPE) and (declared is None or declared in VAGUE_TYPES
                                                          or declared == named):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 
 from laminae.tasks.parse.document import ParseError
 
@@ -41,5 +42,5 @@ def read_member(archive: zipfile.ZipFile, name: str, fmt: str) -> bytes:
         return archive.read(name)
     except KeyError:
         raise ParseError(f"the {fmt.upper()} file has no {name}", f"unparsable_{fmt}") from None
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError) as exc:
         raise ParseError(f"{name} in the {fmt.upper()} file cannot be unpacked: {exc}", f"unparsable_{fmt}") from None

@@ -38,7 +38,7 @@ from laminae.tasks.parse.html import (
     TextBuilder,
     image_text_proxy,
 )
-from laminae.tasks.parse.html.code import _code_pieces
+from laminae.tasks.parse.html.code import code_pieces
 from laminae.tasks.parse.html.text import SPLIT_TARGET_CHARS, split_paragraph
 from laminae.tasks.parse.markdown_front import TOML_FRONT, read_front_matter
 from laminae.tasks.parse.markdown_html import HtmlBlocks
@@ -127,9 +127,10 @@ class MarkdownReader(HtmlBlocks):
             self.components.append(comp)
 
     def close_bare(self) -> None:
-        """A heading nothing stood under is a paragraph of its own (its words are the section's)."""
+        """A heading nothing stood under is a paragraph of its own, under the headings above it (as
+        the HTML parser has it)."""
         if self.bare is not None:
-            self.emit(Component("paragraph", self.bare[1], self.section_path()))
+            self.emit(Component("paragraph", self.bare[1], self.section_path()[:-1]))
 
     # -- blocks ------------------------------------------------------------------------------
     def block(self, tokens: list[Token], i: int) -> int:
@@ -202,7 +203,7 @@ class MarkdownReader(HtmlBlocks):
         if len(text) <= MAX_COMPONENT_CHARS:
             self.emit(Component("code", text, self.section_path()))
             return
-        for start, end in _code_pieces(text, SPLIT_TARGET_CHARS):
+        for start, end in code_pieces(text, SPLIT_TARGET_CHARS):
             self.emit(Component("code", text[start:end], self.section_path()))
 
     def list_(self, tokens: list[Token], i: int) -> int:

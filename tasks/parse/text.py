@@ -84,7 +84,7 @@ class TextReader:
             i += 1
         self.paragraphs(block)
         if self.bare is not None:
-            self.emit(Component("paragraph", self.bare[1], self.path()))
+            self.emit(Component("paragraph", self.bare[1], self.path()[:-1]))
 
     def heading_at(self, lines: list[str], i: int, block_start: bool) -> tuple[int, str, int] | None:
         """(level, text, lines used) when ``lines[i]`` starts a heading: a lone line (after a blank
@@ -118,7 +118,7 @@ class TextReader:
     def heading(self, level: int, text: str) -> None:
         self.literal = False
         if self.bare is not None and level <= self.bare[0]:
-            self.emit(Component("paragraph", self.bare[1], self.path()))
+            self.emit(Component("paragraph", self.bare[1], self.path()[:-1]))
         while self.sections and self.sections[-1][0] >= level:
             self.sections.pop()
         self.sections.append((level, text))

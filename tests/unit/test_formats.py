@@ -106,3 +106,17 @@ def test_a_damaged_zip_keeps_the_format_its_name_says_so_its_parser_reports_it()
     with pytest.raises(ParseError) as damaged:
         parse(body[:200], "file:///d/report.docx", cfg=ParseConfig())
     assert damaged.value.reason == "unparsable_docx"
+
+
+def test_utf16_text_files_are_text_and_a_damaged_member_is_the_formats_error():
+    from laminae.tasks.parse.archive import read_member
+
+    body = "# Notes\n\nTide tables.\n".encode("utf-16")
+    assert sniff_content_type(body, None, "file:///d/notes.md") == MARKDOWN_TYPE
+    assert sniff_content_type(body, None, "file:///d/notes.txt") == "text/plain"
+    member = zipped({"word/document.xml": b"<w:document>" + b"tide " * 2000 + b"</w:document>"})
+    at = member.index(b"word/document.xml") + len("word/document.xml")
+    broken = member[:at + 40] + bytes(b ^ 0x5A for b in member[at + 40:at + 90]) + member[at + 90:]
+    with pytest.raises(ParseError) as damaged:
+        read_member(check_zip(broken, "docx", 1_000_000), "word/document.xml", "docx")
+    assert damaged.value.reason == "unparsable_docx"

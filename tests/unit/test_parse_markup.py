@@ -118,7 +118,7 @@ def test_headings_are_section_paths_at_every_level():
 def test_heading_with_nothing_under_it_is_a_paragraph():
     page = md("# Top\n\n## Empty\n\n## Full\n\nSome text.\n\n## Last empty\n")
     assert [(c.text, c.section_path) for c in page.components] == [
-        ("Empty", ["Top", "Empty"]), ("Some text.", ["Top", "Full"]), ("Last empty", ["Top", "Last empty"])]
+        ("Empty", ["Top"]), ("Some text.", ["Top", "Full"]), ("Last empty", ["Top"])]
 
 
 def test_list_is_one_paragraph_of_item_segments():

@@ -49,7 +49,7 @@ class CodeReader:
             if text:
                 self.emit(Component("code", text, self.section_path(), links))
             return
-        for start, end in _code_pieces(text, SPLIT_TARGET_CHARS):  # a whole module's source, say
+        for start, end in code_pieces(text, SPLIT_TARGET_CHARS):  # a whole module's source, say
             piece_links = [Link(lk.url, lk.anchor, lk.start - start, min(lk.end, end) - start, lk.row)
                            for lk in links if start <= lk.start < end]
             self.emit(Component("code", text[start:end], self.section_path(), piece_links))
@@ -113,7 +113,7 @@ def _clean_code(raw: str, links: list[Link]) -> tuple[str, list[Link]]:
     return text, moved
 
 
-def _code_pieces(text: str, size: int) -> list[tuple[int, int]]:
+def code_pieces(text: str, size: int) -> list[tuple[int, int]]:
     """Spans of whole lines of a long code block, cut at a blank line where one lies between
     ``size / 4`` and ``size`` characters on, else at the last line end before ``size`` (a line
     longer than that is a piece of its own); blank lines at a piece's ends left out."""
