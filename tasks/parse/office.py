@@ -11,6 +11,7 @@ and ``table_component`` build list paragraphs (an item a segment) and tables (he
 from __future__ import annotations
 
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
@@ -50,7 +51,12 @@ def open_office_zip(body: bytes, fmt: str, cfg: ParseConfig) -> zipfile.ZipFile:
     names = set(archive.namelist())
     if MAIN_MEMBERS[fmt] in names:
         return archive
-    types = read_member(archive, "[Content_Types].xml", fmt) if "[Content_Types].xml" in names else b""
+    try:
+        types = read_member(archive, "[Content_Types].xml", fmt) if "[Content_Types].xml" in names else b""
+    except zlib.error as exc:  # a damaged deflate stream, which read_member lets through
+        archive.close()
+        raise ParseError(f"[Content_Types].xml in the {fmt.upper()} file cannot be unpacked: {exc}",
+                         f"unparsable_{fmt}") from None
     if not any(t in types for t in MAIN_TYPES[fmt]):
         archive.close()
         raise ParseError(f"the zip holds no {MAIN_MEMBERS[fmt]} nor another part of a {fmt.upper()} file's main "

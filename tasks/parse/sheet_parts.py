@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 import zipfile
+import zlib
 
 MERGE = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]{1,3})(\d{1,7})(?::([A-Z]{1,3})(\d{1,7}))?"')
 HYPERLINK = re.compile(rb"<(?:\w+:)?hyperlink\s([^>]*)>")
@@ -51,7 +52,7 @@ def sheet_ranges(archive: zipfile.ZipFile, path: str | None) -> tuple[list[tuple
                     end = max(end, m.end())
                 tail = data[max(end, len(data) - 1000):]
         targets = _external_targets(archive, path) if refs else {}
-    except (KeyError, zipfile.BadZipFile, OSError, EOFError):
+    except (KeyError, zipfile.BadZipFile, OSError, EOFError, zlib.error):
         return [], {}
     return merges, {cell: targets[rid] for cell, rid in refs.items() if rid in targets}
 
