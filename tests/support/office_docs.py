@@ -264,10 +264,31 @@ def _set_descr(shape, descr: str) -> None:
         return
 
 
+def add_smartart(slide, items: list[str]) -> None:
+    """A SmartArt diagram holding ``items``: its data part (python-pptx cannot write diagrams) and the
+    graphic frame on the slide that names it."""
+    from pptx.opc.package import Part
+    from pptx.opc.packuri import PackURI
+
+    dgm = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+    points = "".join(f'<dgm:pt modelId="{i + 1}"><dgm:t><a:bodyPr/><a:p><a:r><a:t>{text}</a:t></a:r></a:p></dgm:t>'
+                     "</dgm:pt>" for i, text in enumerate(items))
+    data = (f'<dgm:dataModel xmlns:dgm="{dgm}" xmlns:a="{NS["a"]}"><dgm:ptLst><dgm:pt modelId="0" type="doc"/>'
+            f"{points}</dgm:ptLst></dgm:dataModel>").encode()
+    part = Part(PackURI("/ppt/diagrams/data1.xml"),
+                "application/vnd.openxmlformats-officedocument.drawingml.diagramData+xml", slide.part.package, data)
+    rid = slide.part.relate_to(part, "http://schemas.openxmlformats.org/officeDocument/2006/relationships/diagramData")
+    slide.shapes._spTree.append(xml_element(
+        '<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="90" name="Diagram 1"/><p:cNvGraphicFramePr/><p:nvPr/>'
+        '</p:nvGraphicFramePr><p:xfrm><a:off x="914400" y="1600200"/><a:ext cx="7315200" cy="3000000"/></p:xfrm>'
+        f'<a:graphic><a:graphicData uri="{dgm}"><dgm:relIds xmlns:dgm="{dgm}" r:dm="{rid}" r:lo="" r:qs="" '
+        'r:cs=""/></a:graphicData></a:graphic></p:graphicFrame>'))
+
+
 def deck_pptx() -> tuple[bytes, str]:
     """A title slide, bullets on three levels with a hyperlink, a table with a merged cell, a
-    picture with alt text, a group of text boxes laid out in two columns, an untitled slide, and
-    speaker notes."""
+    picture with alt text, a group of text boxes laid out in two columns, a SmartArt diagram, an
+    untitled slide, and speaker notes."""
     from pptx import Presentation
     from pptx.util import Inches, Pt
 
@@ -339,10 +360,17 @@ def deck_pptx() -> tuple[bytes, str]:
         tb.text_frame.paragraphs[0].runs[0].font.size = Pt(16)
     md += [text for _, _, text in texts]
 
+    slide = prs.slides.add_slide(prs.slide_layouts[5])
+    slide.shapes.title.text = "Reopening plan"
+    md.append("## Reopening plan")
+    steps = ["Survey the channel", "Dredge to fourteen metres", "Reopen to large ships"]
+    add_smartart(slide, steps)
+    md += [f"- {step}" for step in steps]
+
     slide = prs.slides.add_slide(prs.slide_layouts[6])
     box = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(8), Inches(1))
     box.text_frame.text = "Questions and answers"
-    md.append("## Slide 6")
+    md.append("## Slide 7")
     md.append("Questions and answers")
     out = io.BytesIO()
     prs.save(out)

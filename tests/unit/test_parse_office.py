@@ -233,7 +233,7 @@ def test_pptx_slide_titles_are_sections(deck: ParsedPage) -> None:
     assert deck.kind == "pptx"
     assert deck.title == "Quarterly harbour briefing"
     assert find(deck, "Prepared by the harbour office").section_path == ["Quarterly harbour briefing"]
-    assert find(deck, "Questions and answers").section_path == ["Slide 6"]
+    assert find(deck, "Questions and answers").section_path == ["Slide 7"]
     assert find(deck, "four cranes").section_path == ["The new quay"]
 
 
@@ -264,6 +264,13 @@ def test_pptx_picture_and_group_reading_order(deck: ParsedPage) -> None:
     assert image.section_path == ["The new quay"]
     order = [index_of(deck, find(deck, text)) for text in ("Before: ships", "After: the average", "Source: pilots")]
     assert order == sorted(order)
+
+
+def test_pptx_smartart_items_are_segments(deck: ParsedPage) -> None:
+    comp = find(deck, "Survey the channel")
+    assert comp.section_path == ["Reopening plan"]
+    assert [comp.text[s:e] for s, e in comp.segments or []] == ["Survey the channel", "Dredge to fourteen metres",
+                                                                 "Reopen to large ships"]
 
 
 def test_pptx_title_from_first_slide() -> None:
