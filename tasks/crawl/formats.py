@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from urllib.parse import unquote, urlsplit
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -51,12 +52,20 @@ EXTENSIONS: dict[str, str] = {
     ".xlsx": XLSX_TYPE, ".xlsm": XLSX_TYPE, ".epub": EPUB_TYPE,
 }
 PAGE_SUFFIXES = tuple(EXTENSIONS)
-TEXT_FORMATS = frozenset({MARKDOWN_TYPE, TEXT_TYPE, CSV_TYPE, TSV_TYPE})
 ALIASES = {"text/x-markdown": MARKDOWN_TYPE, "text/prs.fallenstein.rst": TEXT_TYPE, "text/x-rst": TEXT_TYPE, "application/csv": CSV_TYPE, "text/x-csv": CSV_TYPE,
            "application/x-epub+zip": EPUB_TYPE}
 # the members that say what an Office Open XML or EPUB zip holds
 ZIP_MARKERS = (("word/document.xml", DOCX_TYPE), ("ppt/presentation.xml", PPTX_TYPE),
                ("xl/workbook.xml", XLSX_TYPE))
+# the main part's content type in [Content_Types].xml (macro-enabled and template variants included)
+MAIN_PARTS = ((b"wordprocessingml.document.main+xml", DOCX_TYPE), (b"ms-word.document.macroEnabled.main+xml", DOCX_TYPE),
+              (b"wordprocessingml.template.main+xml", DOCX_TYPE),
+              (b"presentationml.presentation.main+xml", PPTX_TYPE), (b"ms-powerpoint.presentation.macroEnabled",
+                                                                     PPTX_TYPE),
+              (b"spreadsheetml.sheet.main+xml", XLSX_TYPE), (b"ms-excel.sheet.macroEnabled.main+xml", XLSX_TYPE))
+CONTENT_TYPES_MAX_BYTES = 1 << 20
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a compound file: legacy Office, or an encrypted OOXML package
+ZIPPED_TYPES = frozenset({DOCX_TYPE, PPTX_TYPE, XLSX_TYPE, EPUB_TYPE})
 VAGUE_TYPES = frozenset({TEXT_TYPE, "application/octet-stream", "binary/octet-stream", "application/zip",
                          "application/x-zip-compressed"})
 
@@ -76,11 +85,16 @@ def zip_type(body: bytes) -> str | None:
     try:
         with zipfile.ZipFile(io.BytesIO(body)) as archive:
             names = set(archive.namelist())
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+            if "mimetype" in names and any(n.endswith(".opf") for n in names):
+                return EPUB_TYPE
+            kind = next((kind for marker, kind in ZIP_MARKERS if marker in names), "")
+            if not kind and "[Content_Types].xml" in names \
+                    and archive.getinfo("[Content_Types].xml").file_size <= CONTENT_TYPES_MAX_BYTES:
+                declared = archive.read("[Content_Types].xml")  # the main part under another name
+                kind = next((kind for main, kind in MAIN_PARTS if main in declared), "")
+            return kind
+    except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError):
         return None
-    if "mimetype" in names and any(n.endswith(".opf") for n in names):
-        return EPUB_TYPE
-    return next((kind for marker, kind in ZIP_MARKERS if marker in names), "")
 
 
 def sniff_content_type(body: bytes, declared: str | None, url: str | None = None) -> str:
@@ -103,11 +117,13 @@ def sniff_content_type(body: bytes, declared: str | None, url: str | None = None
     if video:
         return video
     named = extension_type(url) if url else None
-    if head.startswith(b"PK\x03\x04"):
-        kind = zip_type(body)
-        if kind is None:  # a damaged zip: the format its name or header says, whose parser tells what is wrong
-            kind = next((t for t in (declared, named) if t in DOCUMENT_TYPES and t not in TEXT_FORMATS), "")
-        return kind or (declared if declared and declared not in DOCUMENT_TYPES else "application/zip")
+    said = next((t for t in (declared, named) if t in ZIPPED_TYPES), None)  # what the header or name claims
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # a zip's first member, or the end of an empty one
+        # a damaged or empty zip: the format claimed, whose parser says what is wrong with it
+        return zip_type(body) or said or (declared if declared and declared not in DOCUMENT_TYPES
+                                          else "application/zip")
+    if head.startswith(OLE_MAGIC) and said and said != EPUB_TYPE:
+        return said  # a password-protected .docx is a compound file: its parser says encrypted_document
     lowered = stripped[:512].lower()
     if lowered.startswith(b"<svg") or (lowered.startswith(b"<?xml") and b"<svg" in head.lower()):
         return "image/svg+xml"

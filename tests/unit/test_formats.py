@@ -45,8 +45,13 @@ def test_an_epub_by_its_mimetype_member_and_another_zip_is_no_document():
     epub = zipped({"mimetype": b"application/epub+zip", "OEBPS/content.opf": b"<package/>"}, stored_first=True)
     assert sniff_content_type(epub, "application/zip", "http://h.test/book") == EPUB_TYPE
     other = zipped({"data/readme.txt": b"hello"})
-    assert sniff_content_type(other, None, "http://h.test/a.docx") == "application/zip"
+    assert sniff_content_type(other, None, "http://h.test/a.zip") == "application/zip"
     assert format_of(sniff_content_type(other, None, "http://h.test/a.zip")) is None
+    # named as a document: its parser says what is wrong with it
+    assert sniff_content_type(other, None, "http://h.test/a.docx") == DOCX_TYPE
+    with pytest.raises(ParseError) as refused:
+        parse(other, "http://h.test/a.docx", cfg=ParseConfig())
+    assert refused.value.reason == "unparsable_docx"
 
 
 def test_names_decide_only_where_the_header_is_vague():
@@ -120,3 +125,20 @@ def test_utf16_text_files_are_text_and_a_damaged_member_is_the_formats_error():
     with pytest.raises(ParseError) as damaged:
         read_member(check_zip(broken, "docx", 1_000_000), "word/document.xml", "docx")
     assert damaged.value.reason == "unparsable_docx"
+
+
+def test_compound_files_empty_zips_and_renamed_main_parts_reach_the_format_claimed():
+    from tests.support.office_docs import encrypted_docx
+
+    assert sniff_content_type(encrypted_docx(), None, "file:///d/secret.docx") == DOCX_TYPE
+    assert sniff_content_type(encrypted_docx(), "application/octet-stream", "http://h.test/secret.xlsx") == XLSX_TYPE
+    assert sniff_content_type(encrypted_docx(), None, "http://h.test/secret.bin") == "application/octet-stream"
+    empty = zipped({})
+    assert sniff_content_type(empty, None, "file:///d/null.xlsx") == XLSX_TYPE
+    with pytest.raises(ParseError) as refused:
+        parse(empty, "file:///d/null.xlsx", cfg=ParseConfig())
+    assert refused.value.reason == "unparsable_xlsx"
+    renamed = zipped({"[Content_Types].xml": b'<Types><Override PartName="/word/document2.xml" ContentType="'
+                                              b'application/vnd.openxmlformats-officedocument.wordprocessingml.'
+                                              b'document.main+xml"/></Types>', "word/document2.xml": b"<x/>"})
+    assert sniff_content_type(renamed, None, "http://h.test/get") == DOCX_TYPE
