@@ -39,6 +39,9 @@ mkdir -p "$WORK/site"
 cat site.tar.xz.* | "$PY" -c "import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall(sys.argv[1], filter='tar')" "$WORK/site"
 "$PY" -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='tar')" code.tar.xz "$WORK"
 "$PY" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$WORK"/code/laminae-*.whl "$WORK/site"
+# the wheel holds laminae with flows, tasks and schemas mapped inside it (pyproject's package-dir);
+# the archive's laminae/ folder, first on sys.path from the code folder, would hide them
+rm -rf "$WORK/code/laminae"
 echo "unpacked: site $(du -sh "$WORK/site" | cut -f1), code $(cat "$WORK/code/COMMIT")"
 
 # REHEARSAL (bench/gpu_setup.sh rehearse): a folder standing in for the GPU machine's packages
@@ -61,8 +64,9 @@ except ImportError:
     print("torch: none here (rehearsal): the modules that import it are not checked")
 import onnxruntime
 print("onnxruntime", onnxruntime.__version__, "providers", onnxruntime.get_available_providers())
-for name in (*(() if os.environ.get("REHEARSAL") else ("transformers", "sentence_transformers")), "numpy", "pyarrow", "lancedb", "polars", "prefect", "pymupdf",
-             "ultralytics", "rapidocr_onnxruntime", "pydantic", "cv2", "PIL"):
+torch_world = () if os.environ.get("REHEARSAL") else ("transformers", "sentence_transformers", "ultralytics")
+for name in (*torch_world, "numpy", "pyarrow", "lancedb", "polars", "prefect", "pymupdf", "rapidocr_onnxruntime",
+             "pydantic", "cv2", "PIL"):
     module = importlib.import_module(name)
     print(f"{name} {getattr(module, '__version__', '?')}")
 import laminae.flows.build, laminae.tasks.nodes.pages, laminae.tasks.embed.embedders, laminae.tasks.nodes.objects

@@ -23,7 +23,9 @@ WHEELS=${WHEELS:-/tmp/laminae-gpu-wheels}
 STAGE=${STAGE:-/tmp/laminae-gpu-stage}
 PART_MIB=${PART_MIB:-58}  # a call carries 64 MiB with the working tree (about 2-4 MiB)
 CORPUS=${CORPUS:-$ROOT/../shared/bench/wtq-dev}
-PY312=${PY312:-$(command -v python3.12 || ls /root/.pyenv/versions/3.12*/bin/python3.12 | head -1)}
+# a real Python 3.12 (pyenv's shim for python3.12 fails where 3.12 is not pyenv's global version)
+PY312=${PY312:-$(ls "$(pyenv root 2>/dev/null || echo /root/.pyenv)"/versions/3.12*/bin/python3.12 2>/dev/null | tail -1)}
+PY312=${PY312:-$(command -v python3.12)}
 VENV_PY=$ROOT/.venv/bin/python
 STEPS=${*:-download pack code rehearse}
 
@@ -107,7 +109,7 @@ rehearse() {
             lxml jinja2 httpx anyio rich click typer pyyaml packaging typing-extensions requests certifi idna \
             charset-normalizer urllib3 attrs cloudpickle fsspec humanize prometheus-client psutil pygments \
             python-dateutil regex six tqdm markdown-it-py mdurl markupsafe h11 httpcore pathspec pluggy \
-            shellingham tabulate networkx matplotlib scipy flatbuffers protobuf sympy filelock narwhals \
+            shellingham tabulate networkx flatbuffers protobuf filelock narwhals \
             colorama annotated-doc
     fi
     local parts
