@@ -57,16 +57,21 @@ def _norm(text: str) -> str:
 
 
 def _drop_running_text(pages: list[list[Block]], heights: list[float]) -> None:
-    """Remove page numbers and text repeated in the top or bottom margin of many pages."""
+    """Remove page numbers and text repeated in the top or bottom margin of many pages, or of two
+    or more with a page number at its start or end (a chapter's running head: "Chapter 4: Function
+    reference 12")."""
     def in_margin(b: Block) -> bool:
         h = heights[b.page - 1]
         return b.bbox[3] <= h * MARGIN or b.bbox[1] >= h * (1 - MARGIN)
 
+    def running(b: Block) -> bool:
+        key = _norm(b.text)
+        return seen[key] >= repeat or (seen[key] >= 2 and (key.startswith("# ") or key.endswith(" #")))
+
     seen = Counter(key for blocks in pages for key in {_norm(b.text) for b in blocks if in_margin(b)})
     repeat = max(2, (len(pages) + 1) // 2)
     for blocks in pages:
-        blocks[:] = [b for b in blocks if not (in_margin(b) and (PAGE_NUMBER.match(b.text)
-                                                                 or seen[_norm(b.text)] >= repeat))]
+        blocks[:] = [b for b in blocks if not (in_margin(b) and (PAGE_NUMBER.match(b.text) or running(b)))]
 
 
 def _text_flags(page, number: int, warnings: list[str]) -> int:

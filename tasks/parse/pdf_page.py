@@ -29,7 +29,7 @@ def page_blocks(page, number: int, textpage) -> tuple[list[Block], list[dict], l
     out: list[Block] = []
     images: list[dict] = []
     rules: list[tuple] = []
-    for block in page.get_text("dict", textpage=textpage)["blocks"]:
+    for block in _rejoin(page.get_text("dict", textpage=textpage)["blocks"]):
         if block["type"] == 3:
             rules.append((*block["bbox"], block.get("stroked", True), bool(block.get("isrect"))))
             continue
@@ -66,6 +66,44 @@ def page_blocks(page, number: int, textpage) -> tuple[list[Block], list[dict], l
     for b in out:
         b.text = join_lines(b.lines)
     return [b for b in out if b.text], images, rules
+
+
+def _same_line(a: dict, b: dict) -> bool:
+    """Whether line ``b`` carries on line ``a`` (same height, just right of it)."""
+    (_, ay0, ax1, ay1), (bx0, by0, _, by1) = a["bbox"], b["bbox"]
+    size = max((s["size"] for s in a["spans"]), default=10.0)
+    return abs(ay1 - by1) < 0.25 * size and abs(ay0 - by0) < 0.5 * size and -1 <= bx0 - ax1 < 1.5 * size
+
+
+def _rejoin(blocks: list[dict]) -> list[dict]:
+    """Text blocks that MuPDF split at a vector path drawn inside a line joined again: Texinfo and
+    others draw "_" as a short rule on the baseline ("asn1_delete_structure2" came out as three
+    blocks), which becomes "_" again."""
+    out: list[dict] = []
+    last: dict | None = None  # the last text block
+    rules: list[tuple] = []  # vector boxes since it
+    for block in blocks:
+        if block["type"] == 3:
+            rules.append(block["bbox"])
+        elif block["type"] == 0 and block["lines"]:
+            if last is not None and _same_line(last["lines"][-1], block["lines"][0]):
+                line, first = last["lines"][-1], block["lines"][0]
+                x1, baseline = line["bbox"][2], line["bbox"][3]
+                if any(r[3] - r[1] < 3 and r[0] >= x1 - 1 and r[2] <= first["bbox"][0] + 1
+                       and abs(r[3] - baseline) < 4 for r in rules):
+                    line["spans"].append({**line["spans"][-1], "text": "_", "flags": line["spans"][-1]["flags"],
+                                          "bbox": (x1, line["bbox"][1], first["bbox"][0], baseline)})
+                line["spans"].extend(first["spans"])
+                line["bbox"] = (line["bbox"][0], min(line["bbox"][1], first["bbox"][1]), first["bbox"][2],
+                                max(baseline, first["bbox"][3]))
+                last["lines"].extend(block["lines"][1:])
+                last["bbox"] = tuple(f(a, b) for f, a, b in zip((min, min, max, max), last["bbox"], block["bbox"],
+                                                                strict=True))
+                rules = []
+                continue
+            last, rules = block, []
+        out.append(block)
+    return out
 
 
 def _short(text: str) -> bool:

@@ -83,3 +83,24 @@ def test_the_layout_model_loads_only_when_asked():
             "print(L.available(), callable(pymupdf._get_layout))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["True", "True", "True"]  # deferred by the import, loaded by available()
+
+
+def test_underscores_drawn_as_rules_join_the_pieces_of_a_line():
+    import pymupdf
+
+    from laminae.tasks.parse.pdf import parse_pdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    font = pymupdf.Font("hebo")
+    x = 56.0
+    for i, part in enumerate(["asn1", "delete", "structure2"]):  # Texinfo draws "_" as a rule, not a glyph
+        if i:
+            page.draw_line((x, 102), (x + 6, 102), width=0.8)
+            x += 6
+        page.insert_text((x, 100), part, fontname="hebo", fontsize=14)
+        x += font.text_length(part, 14)
+    page.insert_textbox((56, 120, 540, 200), "Deletes the structure and every node below it in the tree.", fontsize=10)
+    parsed = parse_pdf(doc.tobytes(), "http://127.0.0.1:9/manual.pdf")
+    assert [(c.section_path, c.text) for c in parsed.components] == [
+        (["asn1_delete_structure2"], "Deletes the structure and every node below it in the tree.")]
