@@ -7,7 +7,8 @@ point larger than the body, a single italic line at body size that reads like a 
 capitalised, no full stop), or a single line numbered like a subsection ("2.1 Intake screens", not a
 table of contents' line that ends in its page number). The layout model's section-header and title regions (when it ran) make
 their short blocks headings too. A block with check boxes or other dingbats is never a heading.
-Levels follow size, then weight (bold over medium over italic).
+A line ending in a colon is a label ("Returns:"), not a heading. Levels follow size, then weight
+(bold over medium over italic).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def _candidate(b: Block, body: float) -> bool:
     text = b.text
     if b.kind != "text" or b.symbols or b.garbled or len(text) > 200 or len(b.lines) > 3:
         return False
-    if text.endswith((".", ",", ";")) or sum(c.isalpha() for c in text) < 2:
+    if text.endswith((".", ",", ";", ":")) or sum(c.isalpha() for c in text) < 2:  # "Returns:" is a label
         return False
     if b.size >= body * 1.2:
         return True
@@ -43,8 +44,7 @@ def _candidate(b: Block, body: float) -> bool:
     if NUMBERED.match(text) and len(b.lines) == 1 and len(text) <= 80 and not TOC_LINE.search(text):
         return True
     titled = text[:1].isupper() or text[:1].isdigit()
-    return (b.italic and len(b.lines) == 1 and b.size >= body - 0.1 and len(text.split()) <= 10 and titled
-            and not text.endswith(":"))
+    return b.italic and len(b.lines) == 1 and b.size >= body - 0.1 and len(text.split()) <= 10 and titled
 
 
 def assign_headings(pages: list[list[Block]], toc: list) -> None:

@@ -104,3 +104,19 @@ def test_underscores_drawn_as_rules_join_the_pieces_of_a_line():
     parsed = parse_pdf(doc.tobytes(), "http://127.0.0.1:9/manual.pdf")
     assert [(c.section_path, c.text) for c in parsed.components] == [
         (["asn1_delete_structure2"], "Deletes the structure and every node below it in the tree.")]
+
+
+def test_a_bold_label_ending_in_a_colon_is_not_a_heading():
+    import pymupdf
+
+    from laminae.tasks.parse.pdf import parse_pdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((56, 80), "Reading a value", fontname="hebo", fontsize=14)
+    page.insert_textbox((56, 95, 540, 140), "Reads the value of one element of a structure by its name.", fontsize=10)
+    page.insert_text((56, 160), "Returns:", fontname="hebo", fontsize=10)
+    page.insert_textbox((56, 170, 540, 220), "The value, or an error code when the element is missing.", fontsize=10)
+    parsed = parse_pdf(doc.tobytes(), "http://127.0.0.1:9/manual.pdf")
+    assert {tuple(c.section_path) for c in parsed.components} == {("Reading a value",)}
+    assert "Returns:" in [c.text for c in parsed.components]
