@@ -1,20 +1,26 @@
 """Parse one PDF into the same components as an HTML page, with pymupdf: the page layout.
 
 Reads the PDF's bytes; returns a ``ParsedPage`` whose components carry their page and bbox:
-paragraphs (text blocks in reading order, two columns included, line-end hyphens repaired,
-running headers, footers and page numbers dropped), tables (header + rows of ruled tables, read
-by ``laminae.tasks.parse.pdf_tables``), and embedded images (bytes kept on the component, with a
-nearby "Figure N" caption). Headings come from the PDF outline when it has one, else from font
-size and weight, and give each component its section path. URI links keep their character
-offsets (or table row) so the node stage makes ``links_to`` edges from components and sentences.
-A page without a text layer (a scan) is rendered and read by OCR (``laminae.tasks.parse.pdf_scans``):
-its lines become paragraphs with page and bbox like any text, and the document's warnings say
-``ocr_used``.
+paragraphs (text blocks in reading order, line-end hyphens repaired, running headers, footers and
+page numbers dropped), tables (header + rows, ``laminae.tasks.parse.pdf_tables``) and figures (an
+embedded image, image tiles merged, or a vector drawing rendered; with its nearest "Figure N"
+caption and its callout labels as alt text). The jobs live in their own modules: a line's text
+from its spans (``pdf_text``: spaces, word gaps, ligatures, dingbats, characters without a Unicode
+map), a page's blocks (``pdf_page``), columns found wherever their gutter lies (``pdf_order``),
+headings from the outline or from type size, weight and slant (``pdf_headings``), figures
+(``pdf_figures``, ``pdf_drawings``), and, with ``pdf_layout=model``, pymupdf's layout model
+(``pdf_layout``: section headers, page headers and footers, picture and table regions). URI links
+keep their character offsets (or table row) so the node stage makes ``links_to`` edges from
+components and sentences. A page without a text layer (a scan), and text in a font without a
+Unicode map, is rendered and read by OCR (``laminae.tasks.parse.pdf_scans``): its lines become
+paragraphs with page and bbox like any text, and the document's warnings say ``ocr_used`` or
+``unmapped_font``.
 
 Bounded: in a worker process (``laminae.tasks.parse.isolated``) the PDF's deadline becomes
 ``timeout_s`` plus ``pdf_page_timeout_s`` a page once its pages are counted, and ``find_tables``
 gets at most ``pdf_table_timeout_s`` a page and ``pdf_tables_budget_s`` a document: a page over
 either keeps its text and loses only the tables ``find_tables`` would have found, with a warning.
+OCR reads at most ``ocr.max_pages`` pages a document (scans and unmapped text together).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """What the PDF modules share: a page's ``Block`` (a run of text, a table or an image with its
 page and bbox), line joining, and a page's words by box.
 
-Reads pymupdf pages (their words); writes nothing. Used by ``pdf`` (page layout), ``pdf_tables``
-(ruled tables) and ``pdf_scans`` (pages read by OCR).
+Reads pymupdf pages (their words); writes nothing. Used by ``pdf`` (page layout) and the modules
+it calls: ``pdf_page``, ``pdf_order``, ``pdf_headings``, ``pdf_figures``, ``pdf_drawings``,
+``pdf_tables`` (tables) and ``pdf_scans`` (pages read by OCR).
 """
 
 from __future__ import annotations
