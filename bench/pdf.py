@@ -16,9 +16,10 @@ the reference and what was found.
 ``--shapes`` instead reads the PDFs of ``tests.support.pdf_shapes`` (spaces as spans, glyph gaps,
 off-centre and three columns, italic and Medium headings, check boxes, tiled figures, a font
 without a Unicode map, right-to-left text) with each ``pdf_layout`` setting (rules, then pymupdf's
-layout model) and prints, against each file's reference text: reference words found (pooled and
-the mean of the files), words in reading order (longest common subsequence), precision, headings
-found as section names, seconds a page, and the layout model's own seconds a page.
+layout model) and prints, against each file's reference text, ``bench/fidelity_score.py``'s
+measures: reference words found (pooled and the mean of the files), found words in reading order,
+precision, headings found as section names, figures (laminae's / the reference's), seconds a page,
+and the layout model's own seconds a page.
 
     .venv/bin/python bench/pdf.py [--documents 40 --pages 10 --table-every 3 --image-every 2]
     .venv/bin/python bench/pdf.py --shapes
@@ -26,11 +27,9 @@ found as section names, seconds a page, and the layout model's own seconds a pag
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections import Counter
-from difflib import SequenceMatcher
 from pathlib import Path
 
 if not __package__:  # run as a file: the repository's bench and tests packages
@@ -114,25 +113,12 @@ def main() -> int:
     return 0
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def _read(page) -> str:
-    """What a reader reads of a parsed PDF: the title, section names where they change, paragraphs,
-    tables and figure captions, in order."""
-    out, path = [page.title], [page.title]
-    for c in page.components:
-        out += [name for i, name in enumerate(c.section_path) if path[i:i + 1] != [name]]
-        path = c.section_path
-        out.append(c.caption or "" if c.kind == "image" else c.text)
-    return "\n".join(out)
-
-
 def shapes() -> int:
-    """Score ``tests.support.pdf_shapes`` with each ``pdf_layout`` setting."""
+    """Score ``tests.support.pdf_shapes`` with each ``pdf_layout`` setting (``bench/fidelity_score.py``'s
+    measures)."""
     import pymupdf
 
+    from bench.fidelity_score import Score, score
     from laminae.tasks.parse.pdf_layout import LayoutClock
     from tests.support.pdf_shapes import DOCUMENTS
 
@@ -141,26 +127,20 @@ def shapes() -> int:
     rows = []
     for mode in ("rules", "model"):
         cfg = ParseConfig(pdf_layout=mode)
-        total: Counter = Counter()
-        recalls = []
+        total, recalls = Score(), []
         LayoutClock.pages, LayoutClock.seconds = 0, 0.0
         start = time.perf_counter()
         for name, (body, reference) in corpus.items():
-            page = parse_pdf(body, f"http://127.0.0.1/shapes/{name}", cfg)
-            got, want = _words(_read(page)), _words(re.sub(r"^#+ ", "", reference, flags=re.M))
-            found = sum((Counter(got) & Counter(want)).values())
-            blocks = SequenceMatcher(None, want, got, autojunk=False).get_matching_blocks()
-            headings = [line.lstrip("# ") for line in reference.splitlines() if line.startswith("#")]
-            named = {h for c in page.components for h in c.section_path} | {page.title}
-            recalls.append(found / len(want))
-            total.update(found=found, want=len(want), got=len(got), order=sum(b.size for b in blocks),
-                         headings=len(headings), named=sum(h in named for h in headings))
+            one = score(parse_pdf(body, f"http://127.0.0.1/shapes/{name}", cfg), reference)
+            recalls.append(one.shares()["words"] or 0.0)
+            total = total + one
         seconds = time.perf_counter() - start
-        rows.append((mode, total["found"] / total["want"], sum(recalls) / len(recalls), total["order"] / total["want"],
-                     total["found"] / max(total["got"], 1), f"{total['named']}/{total['headings']}", seconds / n_pages,
-                     LayoutClock.seconds / LayoutClock.pages if LayoutClock.pages else 0.0))
+        shares = total.shares()
+        rows.append((mode, shares["words"], sum(recalls) / len(recalls), shares["in_order"], shares["precision"],
+                     f"{total.headings_found}/{total.ref_headings}", f"{total.images}/{total.ref_images}",
+                     seconds / n_pages, LayoutClock.seconds / LayoutClock.pages if LayoutClock.pages else 0.0))
     print(f"{len(corpus)} shapes, {n_pages} pages")
-    print(table(["pdf_layout", "words", "words (mean)", "in order", "precision", "headings", "s/page",
+    print(table(["pdf_layout", "words", "words (mean)", "in order", "precision", "headings", "figures", "s/page",
                  "model s/page"], rows,
                 formats={k: ".3f" for k in ("words", "words (mean)", "in order", "precision", "s/page",
                                             "model s/page")}))

@@ -14,6 +14,7 @@ labels: they join the figure's ``alt`` and leave the paragraphs.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from laminae.schemas.pictures import MAX_PIXELS
@@ -24,6 +25,7 @@ from laminae.tasks.parse.pdf_figures import MAX_LABEL, groups
 MIN_SIDE = 40.0  # points: a drawing at least this wide and high
 LABEL_REACH = 24.0  # points around a drawing where its labels may sit
 SCALE = 2.0  # pixels a point when rendered (144 dpi)
+NUMBERED_CAPTION = re.compile(r"^(figure|fig\.|table)\s*\d", re.IGNORECASE)  # a caption, not a label
 MAX_PATHS = 3000  # a page with more vector paths is one drawing, not grouped path by path
 
 
@@ -73,7 +75,7 @@ def drawings(page, number: int, rules: list[tuple], blocks: list[Block], tables:
             continue  # a frame around prose
         reach = (box[0] - LABEL_REACH, box[1] - LABEL_REACH, box[2] + LABEL_REACH, box[3] + LABEL_REACH)
         labels = [b for b in blocks if b.kind == "text" and len(b.text) <= MAX_LABEL and b.size <= body + 0.5
-                  and _centre_in(b.bbox, reach) and not b.text.lower().startswith(("figure", "fig.", "table"))]
+                  and _centre_in(b.bbox, reach) and not NUMBERED_CAPTION.match(b.text)]
         figure = _render(page, number, _union([box, *(b.bbox for b in labels)]), warnings)
         if figure is None:
             continue

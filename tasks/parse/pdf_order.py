@@ -89,6 +89,24 @@ def _split(blocks: list[Block]) -> tuple[list[Block], list[Block], list[Block]] 
     return best
 
 
+def _below_columns(left: list[Block], right: list[Block],
+                   crossing: list[Block]) -> tuple[list[Block], list[Block], list[Block]]:
+    """A block on one side that spans several of its columns and starts below everything on the
+    other side (a paragraph under the first two of three columns) cuts the page like a block that
+    crosses the gutter: it is read after both sides, not between them."""
+    moved: set[int] = set()
+    for side, other in ((left, right), (right, left)):
+        widths = sorted(b.bbox[2] - b.bbox[0] for b in side if _tall(b))
+        if not widths or not other:
+            continue
+        column, bottom = widths[len(widths) // 2], max(b.bbox[3] for b in other)
+        moved |= {id(b) for b in side if b.bbox[2] - b.bbox[0] > 1.5 * column and b.bbox[1] >= bottom - 1}
+    if not moved:
+        return left, right, crossing
+    wide = [b for b in left + right if id(b) in moved]
+    return [b for b in left if id(b) not in moved], [b for b in right if id(b) not in moved], crossing + wide
+
+
 def reading_order(blocks: list[Block], depth: int = 0) -> list[Block]:
     """Blocks in reading order: columns left to right within bands cut by blocks that span them."""
     if len(blocks) < 2 or depth >= MAX_DEPTH:
@@ -96,7 +114,7 @@ def reading_order(blocks: list[Block], depth: int = 0) -> list[Block]:
     split = _split(blocks)
     if split is None:
         return _top_down(blocks)
-    left, right, crossing = split
+    left, right, crossing = _below_columns(*split)
     out: list[Block] = []
     top = float("-inf")
     for cut in [*sorted(crossing, key=lambda b: b.bbox[1]), None]:

@@ -4,9 +4,10 @@ reference text.
 ``DOCUMENTS`` maps a file name to a function that returns ``(PDF bytes written with pymupdf, the
 reference text as Markdown)``: ``# Heading`` lines for headings, paragraphs separated by blank
 lines, in reading order. Running headers, footers and page numbers are on the pages and not in the
-reference (they run on the documents of two pages); a figure's caption is a paragraph of the reference, callout labels inside a figure are
-not. Shapes: spaces stored as their own spans (as TeX writes them), words placed apart with no
-space characters at all, ligature glyphs, two columns whose gutter sits off the page centre, italic
+reference (they run on the documents of two pages); a figure is ``![its labels](name.png)`` (the
+words drawn on it, callout and axis labels, as its alt text) followed by its caption as a
+paragraph. Shapes: spaces stored as their own spans (as TeX writes them), words placed apart with
+no space characters at all, ligature glyphs, two columns whose gutter sits off the page centre, italic
 headings at body size and "Medium" subheadings one point larger, a line of ZapfDingbats check
 boxes, a figure drawn as 4x8 abutting image tiles beside a second figure (each with its caption)
 with callout labels over it, a paragraph in an embedded font whose ToUnicode map was removed (its
@@ -252,7 +253,8 @@ def figures() -> tuple[bytes, str]:
     second_caption = "Figure 2: the intake pump and its valves"
     d.page.insert_text((LEFT, caption_y), first_caption, fontname="helv", fontsize=9)
     d.page.insert_text((322, caption_y), second_caption, fontname="helv", fontsize=9)
-    d.reference += [first_caption, second_caption]
+    d.reference += ["![](treatment-hall.png)", first_caption, "![Valve, Pump, Outlet](intake-pump.png)",
+                    second_caption]
     d.y = caption_y + 20
     d.paragraph(PROSE[1])
     return d.tobytes()
@@ -321,7 +323,7 @@ def three_columns() -> tuple[bytes, str]:
                         keep_proportion=False)
     caption = "Figure 1: the valley seen from the dam"
     d.page.insert_text((LEFT, figure_top + 136), caption, fontname="helv", fontsize=9)
-    d.reference.append(caption)
+    d.reference += ["![](valley.png)", caption]
     top = figure_top + 150
     for i, x in enumerate(xs):
         d.paragraph(PROSE[3 + i], x0=x, x1=x + width, y=top)
@@ -351,7 +353,7 @@ def vector_chart() -> tuple[bytes, str]:
     d.page.insert_text((x0 + 90, top + 8), "Megalitres drawn", fontname="helv", fontsize=8)
     caption = "Figure 3: water drawn from the lower basin by month"
     d.page.insert_text((LEFT, bottom + 32), caption, fontname="helv", fontsize=9)
-    d.reference.append(caption)
+    d.reference += [f"![Megalitres drawn, 150, 100, 50, 0, {', '.join(months)}](water-drawn.png)", caption]
     d.y = bottom + 46
     d.paragraph(PROSE[4])
     return d.tobytes()

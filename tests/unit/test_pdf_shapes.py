@@ -22,15 +22,24 @@ def _parse(name: str, cfg: ParseConfig | None = None, ocr: OcrConfig | None = No
     return parse_pdf(body, URL.format(name), cfg, ocr), reference
 
 
+def _figure(alt: str) -> str:
+    return "figure: " + " ".join(sorted(re.findall(r"\w+", alt)))  # a chart's labels have no one order
+
+
 def _reference_blocks(reference: str) -> tuple[list[str], list[str]]:
-    """(paragraphs, headings) of a reference text, in order."""
+    """(paragraphs and figures, headings) of a reference text, in order."""
     blocks = [b.strip() for b in reference.split("\n\n") if b.strip()]
-    return [b for b in blocks if not b.startswith("#")], [re.sub(r"^#+ ", "", b) for b in blocks if b.startswith("#")]
+    image = re.compile(r"^!\[(.*)\]\([^)]*\)$")
+    return ([_figure(m.group(1)) if (m := image.match(b)) else b for b in blocks if not b.startswith("#")],
+            [re.sub(r"^#+ ", "", b) for b in blocks if b.startswith("#")])
 
 
 def _read(page) -> list[str]:
-    """What a reader reads of a parsed page, in order: paragraph texts and figure captions."""
-    return [c.text if c.kind == "paragraph" else c.caption for c in page.components if c.kind != "image" or c.caption]
+    """What a reader reads of a parsed page, in order: paragraph texts, figures and their captions."""
+    out = []
+    for c in page.components:
+        out += [_figure(c.alt or ""), *([c.caption] if c.caption else [])] if c.kind == "image" else [c.text]
+    return out
 
 
 # what the rules keep beyond the reference: a one-page document's header (nothing repeats it)

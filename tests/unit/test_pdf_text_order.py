@@ -120,3 +120,14 @@ def test_a_bold_label_ending_in_a_colon_is_not_a_heading():
     parsed = parse_pdf(doc.tobytes(), "http://127.0.0.1:9/manual.pdf")
     assert {tuple(c.section_path) for c in parsed.components} == {("Reading a value",)}
     assert "Returns:" in [c.text for c in parsed.components]
+
+
+def test_a_paragraph_under_two_of_three_columns_follows_all_three():
+    cols = [_block(56 + 165 * c, 80, 206 + 165 * c, 240) for c in range(3)]
+    under = _block(56, 320, 371, 340, "A paragraph across the first two columns only, below them.", lines=1)
+    under.lines *= 2
+    listing = _block(56, 350, 420, 400, "1. a list that crosses the last gutter", lines=3)
+    assert reading_order([listing, under, *reversed(cols)]) == [*cols, under, listing]
+    longer_left = [_block(56, 80 + 100 * i, 290, 160 + 100 * i) for i in range(4)]  # the left column runs on
+    short_right = [_block(310, 80, 540, 160)]
+    assert reading_order(short_right + longer_left) == longer_left + short_right
