@@ -125,50 +125,6 @@ def test_relative_links_resolve_against_the_pdf_url():
     assert [lk.url for lk in page.components[0].links] == ["http://127.0.0.1:9/rye.html"]
 
 
-def test_a_paragraph_across_a_page_break_is_one_component():
-    doc = pymupdf.open()
-    first = doc.new_page()
-    first.insert_text((56, 100), "The board met in March.", fontsize=10)
-    first.insert_text((56, 760), "After a long debate the harbour board decided that the", fontsize=10)
-    second = doc.new_page()
-    second.insert_text((56, 80), "new quay would open in June.", fontsize=10)
-    page = parse_pdf(doc.tobytes(), URL)
-    assert [c.text for c in page.components] == [
-        "The board met in March.",
-        "After a long debate the harbour board decided that the new quay would open in June.",
-    ]
-
-
-def test_a_sentence_running_onto_the_next_page_joins_even_with_a_capital():
-    doc = pymupdf.open()
-    doc.new_page().insert_text((56, 760), "The harbour board thanked the crew of the", fontsize=10)
-    doc.new_page().insert_text((56, 80), "Northern Star for the rescue.", fontsize=10)
-    page = parse_pdf(doc.tobytes(), URL)
-    assert [c.text for c in page.components] == ["The harbour board thanked the crew of the Northern Star for the rescue."]
-
-
-def test_blocks_without_a_full_stop_stay_apart_and_layouts_read_in_order():
-    doc = pymupdf.open()
-    p = doc.new_page()  # A4: 595 pt wide
-    p.insert_text((56, 80), "Key findings", fontsize=10)
-    p.insert_text((56, 110), "The guild grew by a third this year.", fontsize=10)
-    for i, (label, value) in enumerate([("Name", "Ada Baker"), ("Town", "Rye"), ("Since", "1998")]):
-        p.insert_text((56, 200 + 30 * i), f"{label}:", fontsize=10)  # a form: labels left, values right
-        p.insert_text((320, 200 + 30 * i), value, fontsize=10)
-    left = "Left column text that runs on for a while."
-    p.insert_text((56, 400), left, fontsize=10)
-    p.insert_text((56, 430), left, fontsize=10)
-    p.insert_text((320, 400), "Right column text.", fontsize=10)
-    p.insert_text((290, 470), "***", fontsize=10)  # a narrow centred ornament
-    components = parse_pdf(doc.tobytes(), URL).components
-    texts = [c.text for c in components]
-    assert texts[:2] == ["Key findings", "The guild grew by a third this year."]
-    form = components[2]  # labels and values aligned in two columns: a table of aligned words (pdf_tables)
-    assert form.kind == "table" and [form.header, *form.rows] == [["Name:", "Ada Baker"], ["Town:", "Rye"],
-                                                                  ["Since:", "1998"]]
-    assert texts.count("***") == 1
-
-
 def test_pdf_without_text_layer_keeps_its_images_and_says_so():
     doc = pymupdf.open()
     doc.new_page().insert_image(pymupdf.Rect(50, 50, 450, 650), stream=png(400, 600, seed=1))

@@ -1,11 +1,17 @@
 """The PDF parser's parts on their own: a line's text from its spans (spaces, gaps, ligatures,
-symbols, garbage) and the reading order of blocks (gutters anywhere, bands, three columns)."""
+symbols, garbage, underscores drawn as rules), the reading order of blocks (gutters anywhere, bands,
+three columns), labels that are not headings, and paragraphs joined across blocks and pages."""
 
 from __future__ import annotations
 
+import pymupdf
+
+from laminae.tasks.parse.pdf import parse_pdf
 from laminae.tasks.parse.pdf_blocks import Block
 from laminae.tasks.parse.pdf_order import reading_order
 from laminae.tasks.parse.pdf_text import expand, garbled, read_line
+
+URL = "http://127.0.0.1:9/reports/harbour.pdf"
 
 
 def _span(text: str, x0: float, x1: float, font: str = "Times-Roman", size: float = 10.0, flags: int = 0) -> dict:
@@ -86,10 +92,6 @@ def test_the_layout_model_loads_only_when_asked():
 
 
 def test_underscores_drawn_as_rules_join_the_pieces_of_a_line():
-    import pymupdf
-
-    from laminae.tasks.parse.pdf import parse_pdf
-
     doc = pymupdf.open()
     page = doc.new_page()
     font = pymupdf.Font("hebo")
@@ -107,10 +109,6 @@ def test_underscores_drawn_as_rules_join_the_pieces_of_a_line():
 
 
 def test_a_bold_label_ending_in_a_colon_is_not_a_heading():
-    import pymupdf
-
-    from laminae.tasks.parse.pdf import parse_pdf
-
     doc = pymupdf.open()
     page = doc.new_page()
     page.insert_text((56, 80), "Reading a value", fontname="hebo", fontsize=14)
@@ -131,3 +129,47 @@ def test_a_paragraph_under_two_of_three_columns_follows_all_three():
     longer_left = [_block(56, 80 + 100 * i, 290, 160 + 100 * i) for i in range(4)]  # the left column runs on
     short_right = [_block(310, 80, 540, 160)]
     assert reading_order(short_right + longer_left) == longer_left + short_right
+
+
+def test_a_paragraph_across_a_page_break_is_one_component():
+    doc = pymupdf.open()
+    first = doc.new_page()
+    first.insert_text((56, 100), "The board met in March.", fontsize=10)
+    first.insert_text((56, 760), "After a long debate the harbour board decided that the", fontsize=10)
+    second = doc.new_page()
+    second.insert_text((56, 80), "new quay would open in June.", fontsize=10)
+    page = parse_pdf(doc.tobytes(), URL)
+    assert [c.text for c in page.components] == [
+        "The board met in March.",
+        "After a long debate the harbour board decided that the new quay would open in June.",
+    ]
+
+
+def test_a_sentence_running_onto_the_next_page_joins_even_with_a_capital():
+    doc = pymupdf.open()
+    doc.new_page().insert_text((56, 760), "The harbour board thanked the crew of the", fontsize=10)
+    doc.new_page().insert_text((56, 80), "Northern Star for the rescue.", fontsize=10)
+    page = parse_pdf(doc.tobytes(), URL)
+    assert [c.text for c in page.components] == ["The harbour board thanked the crew of the Northern Star for the rescue."]
+
+
+def test_blocks_without_a_full_stop_stay_apart_and_layouts_read_in_order():
+    doc = pymupdf.open()
+    p = doc.new_page()  # A4: 595 pt wide
+    p.insert_text((56, 80), "Key findings", fontsize=10)
+    p.insert_text((56, 110), "The guild grew by a third this year.", fontsize=10)
+    for i, (label, value) in enumerate([("Name", "Ada Baker"), ("Town", "Rye"), ("Since", "1998")]):
+        p.insert_text((56, 200 + 30 * i), f"{label}:", fontsize=10)  # a form: labels left, values right
+        p.insert_text((320, 200 + 30 * i), value, fontsize=10)
+    left = "Left column text that runs on for a while."
+    p.insert_text((56, 400), left, fontsize=10)
+    p.insert_text((56, 430), left, fontsize=10)
+    p.insert_text((320, 400), "Right column text.", fontsize=10)
+    p.insert_text((290, 470), "***", fontsize=10)  # a narrow centred ornament
+    components = parse_pdf(doc.tobytes(), URL).components
+    texts = [c.text for c in components]
+    assert texts[:2] == ["Key findings", "The guild grew by a third this year."]
+    form = components[2]  # labels and values aligned in two columns: a table of aligned words (pdf_tables)
+    assert form.kind == "table" and [form.header, *form.rows] == [["Name:", "Ada Baker"], ["Town:", "Rye"],
+                                                                  ["Since:", "1998"]]
+    assert texts.count("***") == 1
