@@ -25,8 +25,10 @@ from laminae.tasks.parse.isolated import WorkerCrash, WorkerTimeout, worker_pool
 from laminae.tasks.storage.rawstore import RawStore
 
 # imported by a worker before a page's deadline starts (the parsers import them lazily; a second
-# of imports on a loaded machine would otherwise come out of the first PDF's or paragraph's time)
-WORKER_IMPORTS = ("pymupdf", "pysbd")
+# of imports on a loaded machine would otherwise come out of the first PDF's or paragraph's time).
+# pdf_layout imports pymupdf without the layout model pymupdf 2.0 loads on import (0.3-1.3 s, 50 MB
+# a worker), which the default pdf_layout=auto never runs
+WORKER_IMPORTS = ("laminae.tasks.parse.pdf_layout", "pysbd")
 
 log = logging.getLogger("laminae.parse")
 
