@@ -199,18 +199,21 @@ def encode_sweep(model, texts: list[str]) -> list[dict]:
 def floors(index: str, device: str = "auto", sweep: bool = False) -> dict:
     """The bare default embedder over the unique texts the index's nodes were embedded from, the
     bare detector over the pictures the build would run it on, and the bare recognizer over the
-    distinct pictures OCR reads (readable size; the per-document cap is not applied), same threads
-    and device as the build (the defaults unless ``device`` is given); nvidia-smi is sampled
-    during the encode."""
+    distinct pictures OCR reads (readable size; the per-document cap is not applied) on as many
+    recognizers at once as the build's OCR stage; same threads and device as the build (the
+    defaults unless ``device`` is given); nvidia-smi is sampled during the encode. Each floor is
+    printed once measured (a run stopped midway keeps the first ones), the sweep right after the
+    encode."""
     import lancedb
 
     from laminae.schemas.pictures import load_image, raster_picture
     from laminae.schemas.search_text import embed_text
     from laminae.tasks.config import DetectConfig, EmbedConfig, OcrConfig
     from laminae.tasks.embed.embedders import load_embedder
+    from laminae.tasks.embed.runtime import on_free_models
     from laminae.tasks.nodes import image_text
     from laminae.tasks.nodes.objects import Detector, resolve_weights, worth_detecting
-    from laminae.tasks.parse.ocr import read_lines
+    from laminae.tasks.parse.ocr import read_lines, recognizer
     from laminae.tasks.storage.rawstore import RawStore
 
     db = lancedb.connect(index)
@@ -230,6 +233,14 @@ def floors(index: str, device: str = "auto", sweep: bool = False) -> dict:
         embedder.embed(sorted(texts, key=len, reverse=True))
     out = {"texts": len(texts), "embed_s": timer.last("embed"), "backend": type(embedder).__name__,
            "encode_gpu": sampler.stats()}
+    print(f"floor: encode {out['texts']} texts ({out['backend']}) {out['embed_s']:.2f} s", flush=True)
+    if out["encode_gpu"]:
+        print(gpu_line("bare encode", out["encode_gpu"]), flush=True)
+    if sweep and getattr(embedder, "device", "cpu").startswith("cuda"):
+        out["sweep"] = encode_sweep(embedder._model, sorted(texts, key=len, reverse=True))
+        print(table(["dtype", "batch", "seconds", "texts/s"],
+                    [(r["dtype"], r["batch"], r["seconds"], r["texts_per_s"]) for r in out["sweep"]],
+                    formats={"texts/s": ".0f"}), flush=True)
     raw, cfg = RawStore(index), DetectConfig(device=device)
     pictures = [p for p in (load_image(raw.get(k)) for k in dict.fromkeys(keys)) if worth_detecting(p, cfg)]
     out.update(pictures=len(pictures), detect_s=0.0)
@@ -240,16 +251,21 @@ def floors(index: str, device: str = "auto", sweep: bool = False) -> dict:
         with timer("detect"):
             detector.detect_many(pictures)
         out["detect_s"] = timer.last("detect")
+    print(f"floor: detect {out['pictures']} pictures {out['detect_s']:.2f} s", flush=True)
     to_read = [load_image(raw.get(k)) for k in dict.fromkeys(readable)]
     out.update(read=len(to_read), ocr_s=0.0)
     if to_read:
-        read_lines(to_read[0], ocr_cfg)
+        slots = image_text.recognizer_slots(ocr_cfg, min(image_text.workers(ocr_cfg), len(to_read)))
+        engines = [recognizer(ocr_cfg, slot, threads) for slot, threads in slots]
+        for engine in engines:
+            read_lines(to_read[0], ocr_cfg, engine)
         with timer("ocr"):
-            for picture in to_read:
-                read_lines(picture, ocr_cfg)
-        out["ocr_s"] = timer.last("ocr")
-    if sweep and getattr(embedder, "device", "cpu").startswith("cuda"):
-        out["sweep"] = encode_sweep(embedder._model, sorted(texts, key=len, reverse=True))
+            for done in on_free_models(engines, lambda picture, engine: read_lines(picture, ocr_cfg, engine),
+                                       to_read, "ocr"):
+                done.result()
+        out.update(ocr_s=timer.last("ocr"), ocr_engines=len(engines))
+    print(f"floor: ocr {out['read']} pictures on {out.get('ocr_engines', 0)} recognizers {out['ocr_s']:.2f} s",
+          flush=True)
     return out
 
 
@@ -359,12 +375,6 @@ def main() -> int:
               f"{floor['texts']} texts ({floor['backend']}) {floor['embed_s']:.1f} s; detect {floor['pictures']} "
               f"pictures {floor['detect_s']:.1f} s; ocr {floor['read']} pictures {floor['ocr_s']:.1f} s; "
               f"build / sum of floors = {total / max(floor_sum, 1e-9):.2f}")
-        if floor["encode_gpu"]:
-            print(gpu_line("bare encode", floor["encode_gpu"]))
-        if floor.get("sweep"):
-            print(table(["dtype", "batch", "seconds", "texts/s"],
-                        [(r["dtype"], r["batch"], r["seconds"], r["texts_per_s"]) for r in floor["sweep"]],
-                        formats={"texts/s": ".0f"}))
     if args.json:
         Path(args.json).write_text(json.dumps({
             "settings": settings, "process_s": wall, "peak_rss_gb": peak, "build_gpu": sampler.stats(),

@@ -10,14 +10,15 @@
 #   bench/gpu_run.sh receive .gpu/p1        # a part: its pieces are moved under $WORK/parts
 #   bench/gpu_run.sh bench .gpu/p5          # the last part, then unpack, check and run everything
 #   bench/gpu_run.sh check .gpu/p5          # the last part, then unpack and import-check only
+#   bench/gpu_run.sh floors .gpu/p5         # the last part, then only the default build and its floors
 #
 # PY (default python3: the GPU machine's Python 3.12 with torch) runs everything, with
 # PYTHONPATH=$WORK/site in front of its own packages. The code runs from the archive of HEAD,
 # never from the working tree that travelled with the call (others' edits in flight).
 set -euo pipefail
 
-MODE=${1:?usage: gpu_run.sh receive|check|bench PART_DIR}
-PART=${2:?usage: gpu_run.sh receive|check|bench PART_DIR}
+MODE=${1:?usage: gpu_run.sh receive|check|bench|floors PART_DIR}
+PART=${2:?usage: gpu_run.sh receive|check|bench|floors PART_DIR}
 WORK=${WORK:-/tmp/laminae-gpu}
 PY=${PY:-python3}
 OUT=${OUT:-$WORK/out}
@@ -85,6 +86,7 @@ run() {  # a logged command under a deadline; a failure is logged and the next o
 # 1. defaults on the GPU, with the floors and the encode sweep; its index is kept for quality.py
 run "$PY" bench/build.py --corpus "$CORPUS" --device cuda --keep "$WORK/idx-default" --encode-sweep \
     --json "$OUT/default.json"
+[ "$MODE" = floors ] && exit 0
 # 4. quality on that index: the default retrieve and the BM25 references only
 run "$PY" bench/quality.py --sets wtq-dev --index "wtq-dev=$WORK/idx-default" --out "$WORK/quality" \
     --only default-only
