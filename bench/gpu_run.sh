@@ -22,7 +22,10 @@ PART=${2:?usage: gpu_run.sh receive|check|bench|floors PART_DIR}
 WORK=${WORK:-/tmp/laminae-gpu}
 PY=${PY:-python3}
 OUT=${OUT:-$WORK/out}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-150}  # seconds each build may take before it is stopped
+# seconds each command may take before it is stopped; give the device call's own timeout_s at
+# least BENCH_TIMEOUT + 40 s (unpacking took 25 s on the H200 machine), or the call's deadline
+# stops everything first
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-150}
 mkdir -p "$WORK/parts" "$OUT"
 
 cp "$PART"/* "$WORK/parts/"
@@ -47,6 +50,7 @@ echo "unpacked: site $(du -sh "$WORK/site" | cut -f1), code $(cat "$WORK/code/CO
 
 # REHEARSAL (bench/gpu_setup.sh rehearse): a folder standing in for the GPU machine's packages
 export PYTHONPATH="$WORK/site${REHEARSAL:+:$REHEARSAL}" PYTHONUNBUFFERED=1
+export PYTHONWARNINGS=ignore::SyntaxWarning  # pysbd's regexes, once per worker process as it compiles
 cd "$WORK/code"
 {
     echo "== $(date -u +%FT%TZ) machine"
@@ -79,9 +83,11 @@ EOF
 
 CORPUS="$WORK/shared/bench/wtq-dev"
 LOG="$OUT/bench.log"
-run() {  # a logged command under a deadline; a failure is logged and the next one runs
+# a logged command under a deadline; a failure is logged and the next one runs (grep is line-buffered:
+# a command stopped by the call's deadline keeps its lines in the log that comes back)
+run() {
     echo "== $(date -u +%T) $*" | tee -a "$LOG"
-    timeout "$BENCH_TIMEOUT" "$@" 2>&1 | grep -v -E "^\s*$|Batches:|it/s\]" | tee -a "$LOG" || echo "(exit $?)" | tee -a "$LOG"
+    timeout "$BENCH_TIMEOUT" "$@" 2>&1 | grep --line-buffered -v -E "^\s*$|Batches:|it/s\]" | tee -a "$LOG" || echo "(exit $?)" | tee -a "$LOG"
 }
 # 1. defaults on the GPU, with the floors and the encode sweep; its index is kept for quality.py
 run "$PY" bench/build.py --corpus "$CORPUS" --device cuda --keep "$WORK/idx-default" --encode-sweep \
