@@ -119,7 +119,7 @@ def shapes() -> int:
     import pymupdf
 
     from bench.fidelity_score import Score, score
-    from laminae.tasks.parse.pdf_layout import LayoutClock
+    from laminae.tasks.parse.pdf.layout import LayoutClock
     from tests.support.pdf_shapes import DOCUMENTS
 
     corpus = {name: make() for name, make in DOCUMENTS.items()}

@@ -28,7 +28,7 @@ from laminae.tasks.storage.rawstore import RawStore
 # of imports on a loaded machine would otherwise come out of the first PDF's or paragraph's time).
 # pdf_layout imports pymupdf without the layout model pymupdf 2.0 loads on import (0.3-1.3 s, 50 MB
 # a worker), which the default pdf_layout=auto never runs
-WORKER_IMPORTS = ("laminae.tasks.parse.pdf_layout", "pysbd")
+WORKER_IMPORTS = ("laminae.tasks.parse.pdf.layout", "pysbd")
 
 log = logging.getLogger("laminae.parse")
 

@@ -34,10 +34,10 @@ PARSERS: dict[str, tuple[str, str]] = {
     "pdf": ("laminae.tasks.parse", "_pdf"),
     "markdown": ("laminae.tasks.parse.markdown", "parse_markdown"),
     "text": ("laminae.tasks.parse.text", "parse_text"),
-    "csv": ("laminae.tasks.parse.sheets", "parse_csv"),
-    "xlsx": ("laminae.tasks.parse.sheets", "parse_xlsx"),
-    "docx": ("laminae.tasks.parse.word", "parse_docx"),
-    "pptx": ("laminae.tasks.parse.slides", "parse_pptx"),
+    "csv": ("laminae.tasks.parse.office.sheets", "parse_csv"),
+    "xlsx": ("laminae.tasks.parse.office.sheets", "parse_xlsx"),
+    "docx": ("laminae.tasks.parse.office.word", "parse_docx"),
+    "pptx": ("laminae.tasks.parse.office.slides", "parse_pptx"),
     "epub": ("laminae.tasks.parse.epub", "parse_epub"),
 }
 

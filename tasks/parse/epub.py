@@ -30,7 +30,7 @@ from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.parse.archive import check_zip, read_member
 from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError
 from laminae.tasks.parse.html import image_text_proxy, parse_html
-from laminae.tasks.parse.markdown_html import whole_body
+from laminae.tasks.parse.markdown.html import whole_body
 from laminae.tasks.parse.text import file_name
 
 FMT = "epub"

@@ -187,7 +187,7 @@ def test_bad_ocr_settings_are_refused(value):
 def test_a_gigantic_page_is_rendered_within_the_pixel_budget():
     import pymupdf
 
-    from laminae.tasks.parse.pdf_scans import render_page
+    from laminae.tasks.parse.pdf.scans import render_page
 
     doc = pymupdf.open()
     page = doc.new_page(width=5000, height=5000)  # 108 Mpx at 150 dpi

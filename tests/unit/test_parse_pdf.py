@@ -268,8 +268,8 @@ def _tables_of(body: bytes) -> list[tuple]:
 def test_regular_grids_are_read_without_find_tables_and_match_it(monkeypatch):
     import pymupdf
 
-    import laminae.tasks.parse.pdf_tables as module
-    from laminae.tasks.parse.pdf_tables import around
+    import laminae.tasks.parse.pdf.tables as module
+    from laminae.tasks.parse.pdf.tables import around
 
     w = PdfWriter()
     w.paragraph("Two tables follow, one drawn with lines and one inside a stroked border.")

@@ -120,7 +120,7 @@ def test_right_to_left_lines_join_into_paragraphs_in_logical_order():
 
 
 def test_layout_model_setting_reads_the_shapes_as_well():
-    from laminae.tasks.parse.pdf_layout import LayoutClock, available
+    from laminae.tasks.parse.pdf.layout import LayoutClock, available
 
     assert available()  # pymupdf 2.0 ships the model: importing pymupdf loaded it
     before = LayoutClock.pages

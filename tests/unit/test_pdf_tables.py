@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from laminae.tasks.config import ParseConfig
-from laminae.tasks.parse.pdf_blocks import Words
-from laminae.tasks.parse.pdf_tables import TableBudget, find_page_tables, table_shape
+from laminae.tasks.parse.pdf.blocks import Words
+from laminae.tasks.parse.pdf.tables import TableBudget, find_page_tables, table_shape
 from tests.support.pdf_table_shapes import DOCUMENTS, NEGATIVES, reference_tables
 
 

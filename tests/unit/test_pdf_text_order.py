@@ -7,9 +7,9 @@ from __future__ import annotations
 import pymupdf
 
 from laminae.tasks.parse.pdf import parse_pdf
-from laminae.tasks.parse.pdf_blocks import Block
-from laminae.tasks.parse.pdf_order import reading_order
-from laminae.tasks.parse.pdf_text import expand, garbled, read_line
+from laminae.tasks.parse.pdf.blocks import Block
+from laminae.tasks.parse.pdf.order import reading_order
+from laminae.tasks.parse.pdf.text import expand, garbled, read_line
 
 URL = "http://127.0.0.1:9/reports/harbour.pdf"
 
@@ -85,7 +85,7 @@ def test_the_layout_model_loads_only_when_asked():
     import subprocess
     import sys
 
-    code = ("import laminae.tasks.parse.pdf_layout as L, pymupdf; print(pymupdf._get_layout is None); "
+    code = ("import laminae.tasks.parse.pdf.layout as L, pymupdf; print(pymupdf._get_layout is None); "
             "print(L.available(), callable(pymupdf._get_layout))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["True", "True", "True"]  # deferred by the import, loaded by available()

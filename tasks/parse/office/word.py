@@ -38,9 +38,9 @@ import re
 from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError
 from laminae.tasks.parse.html import image_text_proxy
-from laminae.tasks.parse.office import Outline, file_title, list_components, open_office_zip
-from laminae.tasks.parse.word_inline import Inline, InlineReader, block_children, w
-from laminae.tasks.parse.word_tables import TableReader
+from laminae.tasks.parse.office.common import Outline, file_title, list_components, open_office_zip
+from laminae.tasks.parse.office.word_inline import Inline, InlineReader, block_children, w
+from laminae.tasks.parse.office.word_tables import TableReader
 
 RT_FOOTNOTES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes"
 RT_ENDNOTES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes"

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.document import Component
-from laminae.tasks.parse.office import TextBuilder, link_to
+from laminae.tasks.parse.office.common import TextBuilder, link_to
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from laminae.tasks.parse.pdf_blocks import Block
+from laminae.tasks.parse.pdf.blocks import Block
 
 HEADING_REGIONS = {"section-header", "title"}
 NUMBERED = re.compile(r"^\d{1,2}(\.\d{1,2})+\.?\s+[A-Z]")  # "2.1 Intake screens", "3.2.1 Seals"

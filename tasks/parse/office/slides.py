@@ -25,7 +25,7 @@ import io
 from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError
 from laminae.tasks.parse.html import image_text_proxy
-from laminae.tasks.parse.office import (
+from laminae.tasks.parse.office.common import (
     Cell,
     Outline,
     file_title,

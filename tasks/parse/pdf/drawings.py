@@ -1,7 +1,7 @@
 """Figures drawn with vector paths (charts, diagrams): found, rendered as pictures, their labels kept
 with them.
 
-Reads a page's vector boxes (``laminae.tasks.parse.pdf_page``), its text, table and image blocks,
+Reads a page's vector boxes (``laminae.tasks.parse.pdf.page``), its text, table and image blocks,
 and the layout model's picture regions when it ran; returns image ``Block``s (the drawing's area
 rendered as a PNG) and removes the drawing's labels from the text blocks. Writes nothing. A drawing
 is a group of touching paths (at least three, one of them an area, not only thin lines: a table's
@@ -19,8 +19,8 @@ from collections import Counter
 
 from laminae.schemas.pictures import MAX_PIXELS
 from laminae.tasks.parse.document import Component
-from laminae.tasks.parse.pdf_blocks import Block
-from laminae.tasks.parse.pdf_figures import MAX_LABEL, groups
+from laminae.tasks.parse.pdf.blocks import Block
+from laminae.tasks.parse.pdf.figures import MAX_LABEL, groups
 
 MIN_SIDE = 40.0  # points: a drawing at least this wide and high
 LABEL_REACH = 24.0  # points around a drawing where its labels may sit

@@ -2,8 +2,8 @@
 page and bbox), line joining, and a page's words by box.
 
 Reads pymupdf pages (their words); writes nothing. Used by ``pdf`` (page layout) and the modules
-it calls: ``pdf_page``, ``pdf_order``, ``pdf_headings``, ``pdf_figures``, ``pdf_drawings``,
-``pdf_tables`` (tables) and ``pdf_scans`` (pages read by OCR).
+it calls: ``page``, ``order``, ``headings``, ``figures``, ``drawings``,
+``tables`` and ``scans`` (pages read by OCR).
 """
 
 from __future__ import annotations

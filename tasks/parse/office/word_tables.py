@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from laminae.tasks.parse.document import Component
-from laminae.tasks.parse.office import Cell, table_component
-from laminae.tasks.parse.word_inline import Inline, block_children, w
+from laminae.tasks.parse.office.common import Cell, table_component
+from laminae.tasks.parse.office.word_inline import Inline, block_children, w
 
 MAX_COLUMNS = 1000  # Word's own limit is 63; a larger span or gridBefore is damage
 OFF = ("0", "false", "off")

@@ -2,17 +2,17 @@
 
 Reads the PDF's bytes; returns a ``ParsedPage`` whose components carry their page and bbox:
 paragraphs (text blocks in reading order, line-end hyphens repaired, running headers, footers and
-page numbers dropped), tables (header + rows, ``laminae.tasks.parse.pdf_tables``) and figures (an
+page numbers dropped), tables (header + rows, ``laminae.tasks.parse.pdf.tables``) and figures (an
 embedded image, image tiles merged, or a vector drawing rendered; with its nearest "Figure N"
 caption and its callout labels as alt text). The jobs live in their own modules: a line's text
-from its spans (``pdf_text``: spaces, word gaps, ligatures, dingbats, characters without a Unicode
-map), a page's blocks (``pdf_page``), columns found wherever their gutter lies (``pdf_order``),
-headings from the outline or from type size, weight and slant (``pdf_headings``), figures
-(``pdf_figures``, ``pdf_drawings``), and, with ``pdf_layout=model``, pymupdf's layout model
-(``pdf_layout``: section headers, page headers and footers, picture and table regions). URI links
+from its spans (``text``: spaces, word gaps, ligatures, dingbats, characters without a Unicode
+map), a page's blocks (``page``), columns found wherever their gutter lies (``order``),
+headings from the outline or from type size, weight and slant (``headings``), figures
+(``figures``, ``drawings``), and, with ``pdf_layout=model``, pymupdf's layout model
+(``layout``: section headers, page headers and footers, picture and table regions). URI links
 keep their character offsets (or table row) so the node stage makes ``links_to`` edges from
 components and sentences. A page without a text layer (a scan), and text in a font without a
-Unicode map, is rendered and read by OCR (``laminae.tasks.parse.pdf_scans``): its lines become
+Unicode map, is rendered and read by OCR (``laminae.tasks.parse.pdf.scans``): its lines become
 paragraphs with page and bbox like any text, and the document's warnings say ``ocr_used`` or
 ``unmapped_font``.
 
@@ -34,15 +34,15 @@ from laminae.tasks.crawl.links import link_target
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
 from laminae.tasks.parse.html import ParseError, image_text_proxy
 from laminae.tasks.parse.isolated import extend_deadline
-from laminae.tasks.parse.pdf_blocks import Block, Words, cell_text, within
-from laminae.tasks.parse.pdf_drawings import drawings
-from laminae.tasks.parse.pdf_figures import figures, take_captions, take_labels
-from laminae.tasks.parse.pdf_headings import assign_headings
-from laminae.tasks.parse.pdf_layout import MARGIN_REGIONS, available, boxes, label_blocks, page_regions
-from laminae.tasks.parse.pdf_order import reading_order
-from laminae.tasks.parse.pdf_page import page_blocks
-from laminae.tasks.parse.pdf_scans import Scans
-from laminae.tasks.parse.pdf_tables import TableBudget, find_page_tables
+from laminae.tasks.parse.pdf.blocks import Block, Words, cell_text, within
+from laminae.tasks.parse.pdf.drawings import drawings
+from laminae.tasks.parse.pdf.figures import figures, take_captions, take_labels
+from laminae.tasks.parse.pdf.headings import assign_headings
+from laminae.tasks.parse.pdf.layout import MARGIN_REGIONS, available, boxes, label_blocks, page_regions
+from laminae.tasks.parse.pdf.order import reading_order
+from laminae.tasks.parse.pdf.page import page_blocks
+from laminae.tasks.parse.pdf.scans import Scans
+from laminae.tasks.parse.pdf.tables import TableBudget, find_page_tables
 
 MARGIN = 0.08  # top and bottom share of a page where running headers and footers sit
 PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)

@@ -2,7 +2,7 @@
 of vector paths.
 
 Reads a pymupdf page and its text page; returns ``Block``s in page points. Writes nothing. Text
-lines (``laminae.tasks.parse.pdf_text``) join into blocks of one style; a new block starts where
+lines (``laminae.tasks.parse.pdf.text``) join into blocks of one style; a new block starts where
 the type size or weight changes, the slant changes around a short line (an italic heading; an
 italic phrase that fills a line of a paragraph stays in it), a gap wider than 0.8 of a line opens,
 or a line opens a "Figure N:" / "Table N." caption. Lines whose characters have no Unicode map gather in blocks of
@@ -15,8 +15,8 @@ import re
 
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.document import Component
-from laminae.tasks.parse.pdf_blocks import Block, join_lines
-from laminae.tasks.parse.pdf_text import read_line
+from laminae.tasks.parse.pdf.blocks import Block, join_lines
+from laminae.tasks.parse.pdf.text import read_line
 
 CAPTION = re.compile(r"^(figure|fig\.|table)\s*\d+(\.\d+)*\s*[.:\u2013\u2014|-]\s", re.IGNORECASE)
 WEB_IMAGE_EXT = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif"}
@@ -24,7 +24,7 @@ WEB_IMAGE_EXT = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", 
 
 def page_blocks(page, number: int, textpage) -> tuple[list[Block], list[dict], list[tuple]]:
     """Text blocks (garbled ones included, marked), pymupdf's image blocks (undecoded: tiles of one
-    figure are merged first, ``laminae.tasks.parse.pdf_figures``), and the boxes of vector paths
+    figure are merged first, ``laminae.tasks.parse.pdf.figures``), and the boxes of vector paths
     ``(x0, y0, x1, y1, stroked, is_rectangle)``; lines are thin rectangles."""
     out: list[Block] = []
     images: list[dict] = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import time
 
-from laminae.tasks.parse.pdf_blocks import Block
+from laminae.tasks.parse.pdf.blocks import Block
 
 MARGIN_REGIONS = {"page-header", "page-footer"}
 

@@ -36,8 +36,8 @@ from collections.abc import Iterable, Iterator
 from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.crawl.formats import TSV_TYPE, extension_type
 from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError, decode_text
-from laminae.tasks.parse.office import file_title, link_to, open_office_zip, table_component
-from laminae.tasks.parse.sheet_parts import sheet_ranges
+from laminae.tasks.parse.office.common import file_title, link_to, open_office_zip, table_component
+from laminae.tasks.parse.office.sheet_parts import sheet_ranges
 
 SNIFF_CHARS = 64 * 1024
 MAX_FIELD_CHARS = 1_000_000

@@ -1,13 +1,13 @@
 """Tables on a PDF page, with any ruling or none: a regular grid of strokes is read straight from
 the page's words, other ruling (merged cells, shading, partial lines, curved paths) by pymupdf's
 ``find_tables``, horizontal rules only or no rules at all (and dot-leader contents) from the
-alignment of the words (``pdf_table_text``). When the layout model ran, its table boxes admit
+alignment of the words (``table_text``). When the layout model ran, its table boxes admit
 aligned words with two rows and no rule, and a rule-less table outside them is not trusted.
 
 Reads a page's vector boxes (``pdf``'s ``rules``), words and fonts; returns table ``Block``s with
 header (bold rows, rows above a rule, else the first row), rows and each row's y-range. Frames,
 diagrams, boxes and columns of prose are refused (``table_shape``), and their words searched
-again. ``find_tables`` runs within ``TableBudget`` (``pdf_table_budget``): ``pdf_table_timeout_s``
+again. ``find_tables`` runs within ``TableBudget`` (``table_budget``): ``pdf_table_timeout_s``
 a page and ``pdf_tables_budget_s`` a document, a page over either losing only those tables, with
 a warning.
 """
@@ -21,9 +21,9 @@ from statistics import median
 
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.document import Component
-from laminae.tasks.parse.pdf_blocks import Block, Words, cell_text, within, words_in
-from laminae.tasks.parse.pdf_table_budget import TableBudget
-from laminae.tasks.parse.pdf_table_text import PROSE_CELL, PROSE_WORDS, aligned_tables
+from laminae.tasks.parse.pdf.blocks import Block, Words, cell_text, within, words_in
+from laminae.tasks.parse.pdf.table_budget import TableBudget
+from laminae.tasks.parse.pdf.table_text import PROSE_CELL, PROSE_WORDS, aligned_tables
 
 NUMBER = re.compile(r"^[-+]?[\d.,% ]+$")
 SNAP = 3.0  # points: strokes closer than this are one line; thinner boxes are lines (as find_tables)

@@ -14,7 +14,7 @@ Without a gutter blocks read top to bottom, then left to right.
 
 from __future__ import annotations
 
-from laminae.tasks.parse.pdf_blocks import Block
+from laminae.tasks.parse.pdf.blocks import Block
 
 MIN_GUTTER = 6.0  # points of white between two columns, at least
 TOLERANCE = 2.0

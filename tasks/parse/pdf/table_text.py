@@ -4,7 +4,7 @@ contents pages whose entries run to their page numbers along dot leaders.
 
 Reads a page's words (pymupdf ``words`` tuples), its horizontal rules ``(y, x0, x1)`` and which
 words are bold; returns ``TextTable`` candidates (rows of cells, each row's y-range and boldness,
-the rules inside). Whether a candidate is a table at all is ``pdf_tables.table_shape``'s call.
+the rules inside). Whether a candidate is a table at all is ``tables.table_shape``'s call.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import re
 from laminae.schemas.pictures import MAX_PIXELS
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.document import Component
-from laminae.tasks.parse.pdf_blocks import Block
-from laminae.tasks.parse.pdf_page import image_block
+from laminae.tasks.parse.pdf.blocks import Block
+from laminae.tasks.parse.pdf.page import image_block
 
 TOUCH = 1.5  # points between two image tiles that still abut
 CAPTION_REACH = 60.0  # points between a figure or table and its caption, at most

@@ -12,8 +12,8 @@ heading with nothing under it is a paragraph of its own. Links keep character of
 paragraph and are resolved against the document's URL without their fragment, so
 ``docs/other.md#part`` joins the repository's other page. Raw HTML blocks are read by the HTML
 parser, their components placed under the Markdown's section path, their headings joining it
-(markdown_html.py). YAML (``---``) or TOML (``+++``) front matter is never body text: its
-``title`` is the page's title, the rest ``ParsedPage.meta`` (markdown_front.py). Title: front matter's, else the first level-1 heading, else the file name.
+(``html``). YAML (``---``) or TOML (``+++``) front matter is never body text: its
+``title`` is the page's title, the rest ``ParsedPage.meta`` (``front``). Title: front matter's, else the first level-1 heading, else the file name.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from laminae.tasks.parse.html import (
 )
 from laminae.tasks.parse.html.code import code_pieces
 from laminae.tasks.parse.html.text import SPLIT_TARGET_CHARS, split_paragraph
-from laminae.tasks.parse.markdown_front import TOML_FRONT, read_front_matter
-from laminae.tasks.parse.markdown_html import HtmlBlocks
+from laminae.tasks.parse.markdown.front import TOML_FRONT, read_front_matter
+from laminae.tasks.parse.markdown.html import HtmlBlocks
 from laminae.tasks.parse.text import file_name
 
 UNPARSABLE = "unparsable_markdown"

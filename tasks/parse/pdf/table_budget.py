@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.parse.isolated import in_worker
-from laminae.tasks.parse.pdf_blocks import page_list
+from laminae.tasks.parse.pdf.blocks import page_list
 
 
 class _OverBudget(BaseException):  # not Exception: find_tables catches those and returns None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.parse.ocr import OcrUnavailable, TextLine, read_lines, repair_spacing
-from laminae.tasks.parse.pdf_blocks import Block, join_lines, page_list, within
+from laminae.tasks.parse.pdf.blocks import Block, join_lines, page_list, within
 
 
 class Scans:
