@@ -71,6 +71,31 @@ class ParsedPage:
     meta: dict[str, str] = field(default_factory=dict)
 
 
+def items_paragraph(items: list[tuple[str, list[Link]]], section_path: list[str]) -> Component:
+    """One paragraph of list items, each a segment (sentences are split item by item); an item's
+    links keep their offsets, moved to where the item starts."""
+    parts, links, segments, pos = [], [], [], 0
+    for text, item_links in items:
+        segments.append((pos, pos + len(text)))
+        links.extend(Link(lk.url, lk.anchor, lk.start + pos, lk.end + pos) for lk in item_links)
+        parts.append(text)
+        pos += len(text) + 1
+    return Component("paragraph", "\n".join(parts), section_path, links, segments=segments)
+
+
+def header_labels(rows: list[list[str]]) -> list[str]:
+    """A table's header from its header rows: each column's distinct labels, top first, " / " between
+    them ("Population / 2020")."""
+    header = []
+    for col in range(len(rows[0]) if rows else 0):
+        labels: list[str] = []
+        for row in rows:
+            if row[col] and row[col] not in labels:
+                labels.append(row[col])
+        header.append(" / ".join(labels))
+    return header
+
+
 def linearize_table(caption: str | None, header: list[str] | None, rows: list[list[str]]) -> str:
     """A table's text as embedded and searched: caption, header, then one line per row."""
     lines = [caption] if caption else []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from laminae.tasks.parse.document import Component, Link
+from laminae.tasks.parse.document import Component, Link, items_paragraph
 from laminae.tasks.parse.html.chrome import has_structure, should_skip, tag_of
 from laminae.tasks.parse.html.text import TextBuilder, labelled
 
@@ -77,13 +77,7 @@ class ListReader:
 
     def emit_items(self, items: list[tuple[str, list[Link]]]) -> None:
         """One paragraph of items, each a segment (sentences are split item by item)."""
-        parts, links, segments, pos = [], [], [], 0
-        for text, item_links in items:
-            segments.append((pos, pos + len(text)))
-            links.extend(Link(lk.url, lk.anchor, lk.start + pos, lk.end + pos) for lk in item_links)
-            parts.append(text)
-            pos += len(text) + 1
-        self.emit(Component("paragraph", "\n".join(parts), self.section_path(), links, segments=segments))
+        self.emit(items_paragraph(items, self.section_path()))
 
     def definitions(self, el: etree._Element) -> None:
         """A definition list: items of term(s) + description(s). A short list of plain descriptions

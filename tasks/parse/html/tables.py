@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from laminae.tasks.parse.document import Component, Link, linearize_table
+from laminae.tasks.parse.document import Component, Link, header_labels, linearize_table
 from laminae.tasks.parse.html.chrome import LINE_NUMBER_CLASSES, classes_of, int_attr, should_skip, tag_of
 from laminae.tasks.parse.html.code import CODE_TABLE_CLASSES
 from laminae.tasks.parse.html.text import TextBuilder
@@ -125,16 +125,8 @@ class TableReader:
                 caption = f"{caption} / {title}" if caption else title
             grid, in_head, n_head = grid[1:], in_head[1:], n_head - 1
             spans = spans[1:] if spans else spans
-        header: list[str] | None = None
-        if n_head:
-            header = []
-            for col in range(width):
-                labels: list[str] = []
-                for r in grid[:n_head]:
-                    label = r[col][0].strip() if r[col] else ""
-                    if label and label not in labels:
-                        labels.append(label)
-                header.append(" / ".join(labels))
+        header = header_labels([[r[col][0].strip() if r[col] else "" for col in range(width)]
+                                for r in grid[:n_head]]) if n_head else None
         rows, links = [], []
         carried: list[Link] = []  # a label's links, for the first row that repeats it
         for i in range(n_head, len(grid)):

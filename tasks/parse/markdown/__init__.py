@@ -31,7 +31,15 @@ from mdit_py_plugins.gfm_autolink import gfm_autolink_plugin
 
 from laminae.tasks.config import OcrConfig, ParseConfig
 from laminae.tasks.crawl.links import resolve_href
-from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError, decode_text, linearize_table
+from laminae.tasks.parse.document import (
+    Component,
+    Link,
+    ParsedPage,
+    ParseError,
+    decode_text,
+    items_paragraph,
+    linearize_table,
+)
 from laminae.tasks.parse.html import (
     LIST_CHUNK_CHARS,
     MAX_COMPONENT_CHARS,
@@ -359,17 +367,6 @@ class MarkdownReader(HtmlBlocks):
                          image_url=url, alt=alt.strip() or None, image_data=data, image_mime=mime)
 
     # -- front matter ------------------------------------------------------------------------
-
-
-def items_paragraph(items: list[tuple[str, list[Link]]], section_path: list[str]) -> Component:
-    """One paragraph of list items, each a segment (sentences are split item by item)."""
-    parts, links, segments, pos = [], [], [], 0
-    for text, item_links in items:
-        segments.append((pos, pos + len(text)))
-        links.extend(Link(lk.url, lk.anchor, lk.start + pos, lk.end + pos) for lk in item_links)
-        parts.append(text)
-        pos += len(text) + 1
-    return Component("paragraph", "\n".join(parts), section_path, links, segments=segments)
 
 
 def _attributes(tag: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.links import resolve_href
 from laminae.tasks.parse.archive import check_zip, read_member
-from laminae.tasks.parse.document import Component, Link, ParseError, linearize_table
+from laminae.tasks.parse.document import Component, Link, ParseError, header_labels, linearize_table
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # the stream an encrypted OOXML file keeps its package in, as an OLE directory entry names it (UTF-16)
@@ -191,15 +191,7 @@ def table_component(grid: list[list[Cell]], n_head: int, caption: str | None, se
         return None
     if n_head >= len(grid):
         n_head = 0
-    header: list[str] | None = None
-    if n_head:
-        header = []
-        for col in range(width):
-            labels: list[str] = []
-            for r in grid[:n_head]:
-                if r[col][0] and r[col][0] not in labels:
-                    labels.append(r[col][0])
-            header.append(" / ".join(labels))
+    header = header_labels([[c[0] for c in r] for r in grid[:n_head]]) if n_head else None
     rows: list[list[str]] = []
     links: list[Link] = []
     for r in grid[n_head:]:
