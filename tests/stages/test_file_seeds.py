@@ -40,7 +40,7 @@ def make_site(tmp_path: Path) -> Path:
                                                     "<a href='../../outside/secret.html'>S</a>.</p>"))
     (site / "doc.pdf").write_bytes(report_pdf(pages=1, links=False))
     (site / "images" / "x.png").write_bytes(png(seed=1))
-    (site / "notes.txt").write_text("not a page")
+    (site / "build.py").write_text("not a document")  # no format laminae reads: not listed
     (site / ".hidden").mkdir()
     (site / ".hidden" / "h.html").write_bytes(page("H", "<p>hidden</p>"))
     (site / "dir.html").mkdir()
