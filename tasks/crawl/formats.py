@@ -54,15 +54,19 @@ EXTENSIONS: dict[str, str] = {
 PAGE_SUFFIXES = tuple(EXTENSIONS)
 ALIASES = {"text/x-markdown": MARKDOWN_TYPE, "text/prs.fallenstein.rst": TEXT_TYPE, "text/x-rst": TEXT_TYPE, "application/csv": CSV_TYPE, "text/x-csv": CSV_TYPE,
            "application/x-epub+zip": EPUB_TYPE}
-# the members that say what an Office Open XML or EPUB zip holds
-ZIP_MARKERS = (("word/document.xml", DOCX_TYPE), ("ppt/presentation.xml", PPTX_TYPE),
-               ("xl/workbook.xml", XLSX_TYPE))
-# the main part's content type in [Content_Types].xml (macro-enabled and template variants included)
-MAIN_PARTS = ((b"wordprocessingml.document.main+xml", DOCX_TYPE), (b"ms-word.document.macroEnabled.main+xml", DOCX_TYPE),
-              (b"wordprocessingml.template.main+xml", DOCX_TYPE),
-              (b"presentationml.presentation.main+xml", PPTX_TYPE), (b"ms-powerpoint.presentation.macroEnabled",
-                                                                     PPTX_TYPE),
-              (b"spreadsheetml.sheet.main+xml", XLSX_TYPE), (b"ms-excel.sheet.macroEnabled.main+xml", XLSX_TYPE))
+# each Office Open XML format's main part: the member it usually is, and the content types
+# [Content_Types].xml gives it (templates, slide shows and macro-enabled variants included), which tell
+# a package that keeps it under another name; the sniffing here and the parsers' checks read both
+OFFICE_MAIN_MEMBERS = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml", "xlsx": "xl/workbook.xml"}
+OFFICE_MAIN_TYPES = {
+    "docx": (b"wordprocessingml.document.main+xml", b"wordprocessingml.template.main+xml",
+             b"ms-word.document.macroEnabled.main+xml", b"ms-word.template.macroEnabledTemplate.main+xml"),
+    "pptx": (b"presentationml.presentation.main+xml", b"presentationml.slideshow.main+xml",
+             b"presentationml.template.main+xml", b"ms-powerpoint.presentation.macroEnabled.main+xml"),
+    "xlsx": (b"spreadsheetml.sheet.main+xml", b"spreadsheetml.template.main+xml",
+             b"ms-excel.sheet.macroEnabled.main+xml"),
+}
+OFFICE_TYPES = {"docx": DOCX_TYPE, "pptx": PPTX_TYPE, "xlsx": XLSX_TYPE}
 CONTENT_TYPES_MAX_BYTES = 1 << 20
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a compound file: legacy Office, or an encrypted OOXML package
 ZIPPED_TYPES = frozenset({DOCX_TYPE, PPTX_TYPE, XLSX_TYPE, EPUB_TYPE})
@@ -87,12 +91,13 @@ def zip_type(body: bytes) -> str | None:
             names = set(archive.namelist())
             if "mimetype" in names and any(n.endswith(".opf") for n in names):
                 return EPUB_TYPE
-            kind = next((kind for marker, kind in ZIP_MARKERS if marker in names), "")
-            if not kind and "[Content_Types].xml" in names \
+            fmt = next((fmt for fmt, main in OFFICE_MAIN_MEMBERS.items() if main in names), None)
+            if fmt is None and "[Content_Types].xml" in names \
                     and archive.getinfo("[Content_Types].xml").file_size <= CONTENT_TYPES_MAX_BYTES:
                 declared = archive.read("[Content_Types].xml")  # the main part under another name
-                kind = next((kind for main, kind in MAIN_PARTS if main in declared), "")
-            return kind
+                fmt = next((fmt for fmt, mains in OFFICE_MAIN_TYPES.items() if any(m in declared for m in mains)),
+                           None)
+            return OFFICE_TYPES[fmt] if fmt else ""
     except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError):
         return None
 

@@ -20,7 +20,6 @@ import mimetypes
 import posixpath
 import re
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit
 
@@ -117,7 +116,7 @@ class BookReader:
         """An encrypted book's chapters are noise: refused, unless only its fonts are obfuscated."""
         if "META-INF/encryption.xml" not in self.names:
             return
-        root = _xml(_read(self.archive, "META-INF/encryption.xml"), "META-INF/encryption.xml")
+        root = _xml(read_member(self.archive, "META-INF/encryption.xml", FMT), "META-INF/encryption.xml")
         methods = [m.get("Algorithm") or "" for m in root.iter("{*}EncryptionMethod")]
         if any(method not in FONT_OBFUSCATION for method in methods):
             raise ParseError("the EPUB is encrypted (DRM): its chapters cannot be read", UNPARSABLE)
@@ -126,14 +125,14 @@ class BookReader:
         """The OPF package's metadata, manifest and spine."""
         opf_path = None
         if "META-INF/container.xml" in self.names:
-            container = _xml(_read(self.archive, "META-INF/container.xml"), "META-INF/container.xml")
+            container = _xml(read_member(self.archive, "META-INF/container.xml", FMT), "META-INF/container.xml")
             opf_path = next((unquote(r.get("full-path") or "") for r in container.iter("{*}rootfile")
                              if r.get("full-path")), None)
         if opf_path not in self.names:  # an old or careless writer: the first package file there is
             opf_path = next((n for n in sorted(self.names) if n.lower().endswith(".opf")), None)
         if opf_path is None:
             raise ParseError("the EPUB file has no OPF package (META-INF/container.xml names none)", UNPARSABLE)
-        opf = _xml(_read(self.archive, opf_path), opf_path)
+        opf = _xml(read_member(self.archive, opf_path, FMT), opf_path)
         base = posixpath.dirname(opf_path)
         book = Book()
         book.title = " ".join(next((t.text or "" for t in opf.iter("{*}title") if (t.text or "").strip()), "").split())
@@ -171,7 +170,7 @@ class BookReader:
             if not path or path not in self.names:
                 continue
             try:
-                root = _xml(_read(self.archive, path), path)
+                root = _xml(read_member(self.archive, path, FMT), path)
             except ParseError as exc:
                 self.warnings.append(f"toc_unreadable: {path}: {exc}")
                 continue
@@ -194,7 +193,7 @@ class BookReader:
         """One chapter's components: links into the book are links to the book, images it holds
         keep their bytes; a chapter with no heading is under its table-of-contents label."""
         try:  # one damaged chapter (a bad CRC, say) costs that chapter, not the book
-            html = _read(self.archive, path)
+            html = read_member(self.archive, path, FMT)
             if not html.strip():
                 return []
             page = parse_html(whole_body(_SELF_CLOSED.sub(rb"<\1\2></\1>", html)), BOOK_ROOT + quote(path), self.cfg)
@@ -238,22 +237,13 @@ class BookReader:
             self.warnings.append(f"image_too_large: {path}: {size:,} bytes, more than {MAX_IMAGE_BYTES:,}; left out")
             return False
         try:
-            comp.image_data = _read(self.archive, path)
+            comp.image_data = read_member(self.archive, path, FMT)
         except ParseError as exc:
             self.warnings.append(f"image_unreadable: {path}: {exc}")
             return False
         comp.image_mime = book.types.get(path) or mimetypes.guess_type(path)[0]
         comp.image_url = None
         return True
-
-
-def _read(archive: zipfile.ZipFile, name: str) -> bytes:
-    """A member's bytes; ``ParseError`` when it is missing or damaged (``read_member`` lets a
-    damaged deflate stream's ``zlib.error`` through)."""
-    try:
-        return read_member(archive, name, FMT)
-    except zlib.error as exc:
-        raise ParseError(f"{name} in the EPUB file cannot be unpacked: {exc}", UNPARSABLE) from None
 
 
 def _member(base: str, href: str) -> str:

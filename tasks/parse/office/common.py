@@ -11,28 +11,17 @@ and ``table_component`` build list paragraphs (an item a segment) and tables (he
 from __future__ import annotations
 
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from laminae.tasks.config import ParseConfig
+from laminae.tasks.crawl.formats import OFFICE_MAIN_MEMBERS, OFFICE_MAIN_TYPES, OLE_MAGIC
 from laminae.tasks.crawl.links import resolve_href
 from laminae.tasks.parse.archive import check_zip, read_member
 from laminae.tasks.parse.document import Component, Link, ParseError, header_labels, linearize_table
 
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # the stream an encrypted OOXML file keeps its package in, as an OLE directory entry names it (UTF-16)
 ENCRYPTED_STREAM = "EncryptedPackage".encode("utf-16-le")
-MAIN_MEMBERS = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml", "xlsx": "xl/workbook.xml"}
-# the content types of each format's main part, for a package that keeps it elsewhere than the usual name
-MAIN_TYPES = {
-    "docx": (b"wordprocessingml.document.main+xml", b"wordprocessingml.template.main+xml",
-             b"ms-word.document.macroEnabled.main+xml", b"ms-word.template.macroEnabledTemplate.main+xml"),
-    "pptx": (b"presentationml.presentation.main+xml", b"presentationml.slideshow.main+xml",
-             b"presentationml.template.main+xml", b"ms-powerpoint.presentation.macroEnabled.main+xml"),
-    "xlsx": (b"spreadsheetml.sheet.main+xml", b"spreadsheetml.template.main+xml",
-             b"ms-excel.sheet.macroEnabled.main+xml"),
-}
 LEGACY = {"docx": "Word 97-2003 (.doc)", "pptx": "PowerPoint 97-2003 (.ppt)", "xlsx": "Excel 97-2003 (.xls)"}
 LIST_CHUNK_CHARS = 2000  # a list's items are grouped into components up to this size (as HTML's lists)
 MAX_HEADING_CHARS = 600  # a longer heading names its section cut (as HTML's)
@@ -49,17 +38,16 @@ def open_office_zip(body: bytes, fmt: str, cfg: ParseConfig) -> zipfile.ZipFile:
                          "does not read (save it as the Open XML format)", f"unparsable_{fmt}")
     archive = check_zip(body, fmt, cfg.max_unzipped_bytes)
     names = set(archive.namelist())
-    if MAIN_MEMBERS[fmt] in names:
+    if OFFICE_MAIN_MEMBERS[fmt] in names:
         return archive
     try:
         types = read_member(archive, "[Content_Types].xml", fmt) if "[Content_Types].xml" in names else b""
-    except zlib.error as exc:  # a damaged deflate stream, which read_member lets through
+    except ParseError:
         archive.close()
-        raise ParseError(f"[Content_Types].xml in the {fmt.upper()} file cannot be unpacked: {exc}",
-                         f"unparsable_{fmt}") from None
-    if not any(t in types for t in MAIN_TYPES[fmt]):
+        raise
+    if not any(t in types for t in OFFICE_MAIN_TYPES[fmt]):
         archive.close()
-        raise ParseError(f"the zip holds no {MAIN_MEMBERS[fmt]} nor another part of a {fmt.upper()} file's main "
+        raise ParseError(f"the zip holds no {OFFICE_MAIN_MEMBERS[fmt]} nor another part of a {fmt.upper()} file's main "
                          f"content type: it is not a {fmt.upper()} file", f"unparsable_{fmt}")
     return archive
 
