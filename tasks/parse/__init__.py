@@ -30,7 +30,7 @@ PARSER_VERSION = 3
 
 # format -> (module, function); a function takes (body, url, cfg, ocr, charset)
 PARSERS: dict[str, tuple[str, str]] = {
-    "html": ("laminae.tasks.parse", "_html"),
+    "html": ("laminae.tasks.parse.html", "parse_document"),
     "pdf": ("laminae.tasks.parse", "_pdf"),
     "markdown": ("laminae.tasks.parse.markdown", "parse_markdown"),
     "text": ("laminae.tasks.parse.text", "parse_text"),
@@ -40,12 +40,6 @@ PARSERS: dict[str, tuple[str, str]] = {
     "pptx": ("laminae.tasks.parse.office.slides", "parse_pptx"),
     "epub": ("laminae.tasks.parse.epub", "parse_epub"),
 }
-
-
-def _html(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
-    from laminae.tasks.parse.html import parse_html
-
-    return parse_html(body, url, cfg, charset)
 
 
 def _pdf(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
