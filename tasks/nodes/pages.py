@@ -126,8 +126,7 @@ def parse_page(res: FetchResult, index_dir: str, settings: BuildSettings,
             page = parse(raw.get(res.raw_key), res.final_url or res.url, res.content_type, cfg=settings.parse,
                          ocr=settings.ocr, charset=res.charset)
     except ParseError as exc:
-        reason = getattr(exc, "reason", None) or f"unparsable_{format_of(res.content_type) or 'document'}"
-        return None, [error_row(run_id, res.url, "parse", reason, str(exc))], []
+        return None, [error_row(run_id, res.url, "parse", exc.reason, str(exc))], []
     except Exception as exc:  # a parser bug must not sink the batch: record it with the page
         log.exception("parse of %s failed", res.url)
         return None, [error_row(run_id, res.url, "parse", "parser_exception", f"{type(exc).__name__}: {exc}")], []
