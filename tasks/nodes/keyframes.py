@@ -6,13 +6,16 @@ page shows it and however often the page is refreshed, until the keyframe settin
 the chosen frames to the raw store and new cache files. A frame is chosen when its 64x36 RGB copy
 differs from the one compared before it (mean absolute difference of the channels, 0..1) by at least ``scene_threshold`` (frames are compared
 ``sample_fps`` times a second), at least ``min_spacing_s`` after the last keyframe; a frame is
-also taken after ``max_spacing_s`` without one, and decoding stops at ``max_keyframes``. A video
+also taken after ``max_spacing_s`` without one, and decoding stops at ``max_keyframes``, or after
+``max_decoded_frames`` frames whatever the frame rate (a warning, the keyframes so far kept: frames
+are compared ``sample_fps`` times a second of video, but every frame is decoded). A video
 that cannot be used (no video stream, an undecodable or truncated file, too long, too large)
 raises ``VideoProblem``; its reason is cached like a choice, so it is not decoded again either.
 The frame size is checked on every decoded frame too (a codec may report a width of 0, or change
 size mid-stream). In a worker process (``laminae.tasks.parse.isolated``) the decoding deadline
 becomes ``decode_timeout_s`` plus ``decode_timeout_per_s`` for each second of the declared duration,
-at most ``decode_timeout_max_s``.
+at most ``decode_timeout_max_s``, and at most what the page showing it has left of its decoding
+budget (``laminae.tasks.nodes.videos``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from laminae.tasks.parse.isolated import extend_deadline
 CACHE_DIR = "keyframes"
 SCENE_SIZE = (64, 36)  # the copy frames are compared on
 SETTINGS = ("max_duration_s", "max_pixels", "sample_fps", "scene_threshold", "min_spacing_s", "max_spacing_s",
-            "max_keyframes", "keyframe_side")
+            "max_keyframes", "keyframe_side", "max_decoded_frames")
 
 
 class VideoProblem(Exception):
@@ -59,6 +62,7 @@ class VideoFrames:
     height: int | None = None
     keyframes: list[Keyframe] = field(default_factory=list)
     warning: str | None = None  # e.g. a truncated file: the keyframes found before it broke off
+    warning_reason: str = "truncated_video"  # the warning row's reason
     reason: str | None = None  # a VideoProblem's, cached
     message: str | None = None
 
@@ -91,8 +95,10 @@ def _jpeg(frame, side: int) -> tuple[bytes, int, int]:
     return out.getvalue(), picture.width, picture.height
 
 
-def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str]) -> VideoFrames:
-    """Decode ``data`` and store its keyframes with ``put`` (bytes → raw key)."""
+def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str],
+                     budget_s: float = math.inf) -> VideoFrames:
+    """Decode ``data`` and store its keyframes with ``put`` (bytes → raw key); in a worker, within
+    ``budget_s`` seconds whatever the video's own deadline (what its page has left)."""
     import av
     import numpy as np
 
@@ -115,13 +121,19 @@ def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str])
         if declared is not None and declared > cfg.max_duration_s:
             raise VideoProblem("video_too_long", f"{declared:.0f} s exceeds max_duration_s ({cfg.max_duration_s:g} s)")
         if declared is not None and declared > 0:
-            extend_deadline(decode_deadline(declared, cfg))
+            extend_deadline(min(decode_deadline(declared, cfg), budget_s))
         stream.thread_type = "AUTO"
         frames = VideoFrames(declared, width or None, height or None)
         previous = None
-        next_sample, last_key, pending, last_time = 0.0, -math.inf, False, None
+        next_sample, last_key, pending, last_time, decoded = 0.0, -math.inf, False, None, 0
         try:
             for frame in container.decode(stream):
+                if decoded == cfg.max_decoded_frames:
+                    frames.warning_reason = "too_many_frames"
+                    frames.warning = (f"decoding stopped after {decoded} frames (max_decoded_frames), at "
+                                      f"{last_time or 0:.1f} s of video; keyframes before it kept")
+                    break
+                decoded += 1
                 time_s = frame.time
                 if time_s is None:
                     continue
@@ -153,7 +165,8 @@ def choose_keyframes(data: bytes, cfg: VideoConfig, put: Callable[[bytes], str])
                 raise VideoProblem("undecodable_video", f"decoding failed: {exc}") from None
             frames.warning = f"decoding broke off at {last_time or 0:.1f} s ({exc}); keyframes before it kept"
     if last_time is None:
-        raise VideoProblem("undecodable_video", "no frame could be decoded")
+        raise VideoProblem("undecodable_video", f"none of the {decoded} frames decoded has a time" if decoded
+                           else "no frame could be decoded")
     if frames.duration_s is None:
         frames.duration_s = round(last_time, 3)
     elif (len(frames.keyframes) < cfg.max_keyframes and not frames.warning

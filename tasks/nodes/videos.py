@@ -14,11 +14,18 @@ stages treat like any picture, and the ``transcript`` components with their time
 Decoding a video and reading a caption file (parsing its cues, splitting its sentences) run in a
 worker process of their own (``laminae.tasks.parse.isolated``, unless ``runner.parse_workers`` is
 0), killed at the deadline: ``decode_timeout`` and ``parse_timeout`` error rows, not a stalled batch.
+A page's videos are decoded one after another within one budget of ``decode_timeout_max_s`` seconds
+in all (20 videos of an hour each would otherwise take 20 h): each decode's deadline is at most
+what the page has left, and once it is spent the page's other videos are not decoded (a
+``decode_budget_spent`` warning row each; their captions are still read). The videos decoded
+before it are cached, so the next run goes on with the rest.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -90,15 +97,21 @@ def add_video_nodes(docs: list[DocumentNodes], raw: RawStore, files: IndexFiles,
     out.fetches = [r for r in fetched.values() if r.error != "out_of_scope"]
     out.fetches += [r for r in captions.values() if r.ok]
     frames_by_key: dict[str, VideoFrames | None] = {}
+    spent: dict[str, float] = {}  # seconds of decoding by page
     for doc, video in videos:
         make = make_id(doc.document["id"])
         added: list[dict] = []
         key = video["video_key"] or _fetched_key(fetched.get(video["video_url"]), video, run_id, out)
         if key:
             video["video_key"] = key
-            if key not in frames_by_key:
-                frames_by_key[key] = _frames(key, video, raw, files, settings, run_id, out)
-            frames = frames_by_key[key]
+            page = doc.document["id"]
+            left = cfg.decode_timeout_max_s - spent.get(page, 0.0)
+            if key not in frames_by_key and left <= 0:
+                out.problems.append(_budget_spent_row(video, cfg, run_id))
+            elif key not in frames_by_key:
+                frames_by_key[key], seconds = _frames(key, video, raw, files, settings, run_id, out, left)
+                spent[page] = spent.get(page, 0.0) + seconds
+            frames = frames_by_key.get(key)
             if frames is not None:
                 video["duration_s"] = frames.duration_s
                 video["image_width"], video["image_height"] = frames.width, frames.height
@@ -132,20 +145,38 @@ def _fetched_key(res: FetchResult | None, video: dict, run_id: str, out: VideoNo
     return res.raw_key
 
 
+def _budget_spent_row(video: dict, cfg: VideoConfig, run_id: str) -> dict:
+    return error_row(run_id, video["video_url"], "video", "decode_budget_spent", (
+        f"not decoded: its page's videos used up their decoding budget of {cfg.decode_timeout_max_s:g} s "
+        "(LAMINAE_VIDEO__DECODE_TIMEOUT_MAX_S); a later run decodes it (the videos decoded before it are cached)"),
+        severity="warning", document=video["document_id"])
+
+
 def _frames(key: str, video: dict, raw: RawStore, files: IndexFiles, settings: BuildSettings, run_id: str,
-            out: VideoNodes) -> VideoFrames | None:
-    """The keyframes of one video's bytes: cached, or decoded now and cached; None after a problem."""
+            out: VideoNodes, budget_s: float = math.inf) -> tuple[VideoFrames | None, float]:
+    """The keyframes of one video's bytes: cached, or decoded now (within ``budget_s``, what its
+    page has left of its decoding budget, in a worker) and cached; None after a problem. And the
+    seconds spent decoding (none for a cached choice)."""
     cfg = settings.video
     frames = cached_frames(key, files, cfg, raw.__contains__)
+    seconds = 0.0
     if frames is not None:
         out.cached += 1
     else:
         out.decoded += 1
+        started = time.monotonic()
         if settings.runner.parse_workers:
-            outcome = worker_pool(1, "video").map(decode_video, [(raw.files.uri, key, cfg)], cfg.decode_timeout_s)[0]
+            outcome = worker_pool(1, "video").map(decode_video, [(raw.files.uri, key, cfg, budget_s)],
+                                                  min(cfg.decode_timeout_s, budget_s))[0]
         else:
             outcome = decode_video(raw, key, cfg)
-        if isinstance(outcome, WorkerTimeout):  # not cached: a later run, less loaded, may finish
+        seconds = time.monotonic() - started
+        if isinstance(outcome, WorkerTimeout) and outcome.seconds >= budget_s:
+            frames = VideoFrames(reason="decode_timeout", message=(
+                f"decoding ran past the {outcome.seconds:g} s its page had left of its videos' decoding budget "
+                f"({cfg.decode_timeout_max_s:g} s in all, LAMINAE_VIDEO__DECODE_TIMEOUT_MAX_S); its worker process "
+                "was killed"))
+        elif isinstance(outcome, WorkerTimeout):  # not cached: a later run, less loaded, may finish
             frames = VideoFrames(reason="decode_timeout", message=(
                 f"decoding ran past its deadline of {outcome.seconds:g} s (LAMINAE_VIDEO__DECODE_TIMEOUT_S + "
                 "DECODE_TIMEOUT_PER_S x the declared duration, at most DECODE_TIMEOUT_MAX_S); its worker process "
@@ -159,11 +190,11 @@ def _frames(key: str, video: dict, raw: RawStore, files: IndexFiles, settings: B
     if frames.reason:
         out.problems.append(error_row(run_id, video["video_url"], "video", frames.reason, frames.message or "",
                                       document=doc))
-        return None
+        return None, seconds
     if frames.warning:
-        out.problems.append(error_row(run_id, video["video_url"], "video", "truncated_video", frames.warning,
+        out.problems.append(error_row(run_id, video["video_url"], "video", frames.warning_reason, frames.warning,
                                       severity="warning", document=doc))
-    return frames
+    return frames, seconds
 
 
 @lru_cache(maxsize=8)
@@ -171,12 +202,12 @@ def _raw_store(index_dir: str) -> RawStore:
     return RawStore(index_dir)
 
 
-def decode_video(raw: RawStore | str, key: str, cfg: VideoConfig) -> VideoFrames:
+def decode_video(raw: RawStore | str, key: str, cfg: VideoConfig, budget_s: float = math.inf) -> VideoFrames:
     """The keyframes of the video bytes at ``key`` in ``raw`` (or the raw store of the index at that
-    path, in a worker process), or the problem that stopped them (``reason``)."""
+    path, in a worker process, within ``budget_s``), or the problem that stopped them (``reason``)."""
     raw = _raw_store(raw) if isinstance(raw, str) else raw
     try:
-        return choose_keyframes(raw.get(key), cfg, raw.put)
+        return choose_keyframes(raw.get(key), cfg, raw.put, budget_s)
     except VideoProblem as problem:
         return VideoFrames(reason=problem.reason, message=str(problem))
     except Exception as exc:  # one video FFmpeg chokes on must not stop the batch

@@ -131,3 +131,32 @@ def test_a_videos_own_declared_duration_cannot_buy_it_an_unbounded_deadline():
     assert decode_deadline(60, cfg) == 60 + 2 * 60  # grows with the length a real video has
     assert decode_deadline(4 * 3600, cfg) == cfg.decode_timeout_max_s == 3600  # not 8 h
     assert decode_deadline(10, VideoConfig(decode_timeout_s=90, decode_timeout_max_s=30)) == 90  # never below the base
+
+
+def test_a_pages_videos_share_one_decoding_budget(server, tmp_path):
+    """Three videos on one page, a budget of 1 ms: the one already in the keyframe cache costs
+    nothing and keeps its keyframes, the next is killed when the budget runs out, the last is not
+    decoded at all; every video's captions are read."""
+    clip = scene_video(SCENES)
+    videos = "".join(f"<video src='/media/{name}.mp4' title='Part {name}'><track kind='captions' "
+                     f"src='/media/{name}.vtt' default></video>" for name in "abc")
+    server.routes["/series.html"] = Route(body=page("Bread series", f"<p>Three parts.</p>{videos}"))
+    server.routes["/cached.html"] = Route(body=_video_page("/media/a.mp4", None))
+    for n, name in enumerate("abc"):
+        server.routes[f"/media/{name}.mp4"] = Route(body=clip + b"\0" * n, content_type="video/mp4")
+        server.routes[f"/media/{name}.vtt"] = Route(body=webvtt(CUES).encode(), content_type="text/vtt")
+    try:
+        _stage(server, tmp_path, ["/cached.html"], BuildSettings(video={"sidecar_captions": False}))
+        settings = BuildSettings(video={"decode_timeout_max_s": 0.001, "sidecar_captions": False})
+        docs, problems = _stage(server, tmp_path, ["/series.html"], settings)
+    finally:
+        close_pools()
+
+    assert set(problems) == {("b.mp4", "decode_timeout"), ("c.mp4", "decode_budget_spent")}
+    killed, skipped = problems["b.mp4", "decode_timeout"], problems["c.mp4", "decode_budget_spent"]
+    assert killed["severity"] == "error" and "its page had left" in killed["message"]
+    assert skipped["severity"] == "warning" and "DECODE_TIMEOUT_MAX_S" in skipped["message"]
+    assert skipped["document_id"] == docs[0].document["id"]
+    images = [c for c in docs[0].components if c["kind"] == "image"]
+    assert images and {c["video_url"] for c in images} == {server.url("/media/a.mp4")}
+    assert [c["kind"] for c in docs[0].components].count("transcript") == 3

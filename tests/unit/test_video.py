@@ -118,6 +118,24 @@ def test_keyframes_follow_the_scene_changes(clip):
         0.0, 2.0, 4.0]
 
 
+def test_a_high_frame_rate_video_stops_at_the_frame_cap_with_its_keyframes_so_far():
+    # 200 frames a second: one second of video costs 200 decoded frames, but only sample_fps are compared
+    fast = scene_video([Scene(1, (200, 40, 40), "A"), Scene(1, (40, 160, 60), "B")], width=64, height=48, fps=200)
+    cfg = VideoConfig(min_spacing_s=0.5)
+    store = Store()
+    whole = choose_keyframes(fast, cfg, store.put)
+    assert [k.time_s for k in whole.keyframes] == [0.0, 1.0] and whole.warning is None
+
+    cut = choose_keyframes(fast, VideoConfig(min_spacing_s=0.5, max_decoded_frames=150), store.put)
+    assert [k.time_s for k in cut.keyframes] == [0.0]  # the second scene starts at frame 200
+    assert cut.warning_reason == "too_many_frames"
+    assert "after 150 frames (max_decoded_frames), at 0.7 s" in cut.warning
+    assert cut.duration_s == pytest.approx(2.0, abs=0.05)  # the declared duration stays
+    assert [k.time_s for k in choose_keyframes(fast, VideoConfig(min_spacing_s=0.5, max_decoded_frames=250),
+                                               store.put).keyframes] == [0.0, 1.0]
+    assert cache_path("v", cfg) != cache_path("v", VideoConfig(min_spacing_s=0.5, max_decoded_frames=150))
+
+
 @pytest.mark.parametrize(("cfg", "cut", "reason"), [
     (VideoConfig(max_duration_s=3), None, "video_too_long"),
     (VideoConfig(max_pixels=100 * 90), None, "video_too_large"),
