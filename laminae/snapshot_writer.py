@@ -7,8 +7,9 @@ Reads rows of the three node layers handed to ``SnapshotWriter.add`` in their fi
 (and ``parent_starts`` for layer 2) ``.npy``, ``nodes{i}.arrow`` (id, kind, text; title and url
 for documents), ``links.npy``, ``component_links.npy`` and ``COMPLETE`` (the names:
 ``laminae.snapshots``). The directory is
-written under a temporary name and renamed into place (an older one moved aside first, or kept
-when it is whole: ``replace_dir``). Vectors and codes are appended to plain
+written under a temporary name, locked while in use (``laminae.snapshots.temporary``: the next
+writer removes one whose writer died), and renamed into place (an older one moved aside first, or
+kept when it is whole: ``replace_dir``). Vectors and codes are appended to plain
 files (no writable memory map, whose pages would count as the writer's resident memory).
 ``Graph.save`` writes through it in one batch; ``tests/support/synthetic.py`` streams 10M subcomponents.
 """
@@ -19,7 +20,6 @@ import contextlib
 import errno
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -34,7 +34,9 @@ from laminae.snapshots import (
     OLD_PREFIX,
     PARENT_STARTS,
     TMP_PREFIX,
+    crash_point,
     layer_file,
+    temporary,
 )
 from laminae.vectors import code_words, sign_codes
 
@@ -71,14 +73,23 @@ class SnapshotWriter:
     def __init__(self, directory: str | os.PathLike[str], sizes: tuple[int, int, int], dim: int) -> None:
         self.target = Path(directory)
         self.target.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=TMP_PREFIX))
+        self.tmp, self._lock = temporary(self.target.parent, TMP_PREFIX)
         self.sizes, self.dim = sizes, dim
+        self._vectors: list[NpyAppender] = []
+        self._codes: list[NpyAppender] = []
+        self._nodes: list[tuple[pa.NativeFile, pa.ipc.RecordBatchFileWriter] | None] = [None, None, None]
+        try:
+            self._open_files(sizes, dim)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _open_files(self, sizes: tuple[int, int, int], dim: int) -> None:
         self._vectors = [NpyAppender(self.tmp / layer_file("vectors", i), np.float32, (n, dim)) for i, n in enumerate(sizes)]
         self._codes = [NpyAppender(self.tmp / layer_file("codes", i), np.uint64, (n, code_words(dim)))
                        for i, n in enumerate(sizes)]
         self._doc: list[list[np.ndarray]] = [[], [], []]
         self._parent: list[list[np.ndarray]] = [[], [], []]
-        self._nodes: list[tuple[pa.NativeFile, pa.ipc.RecordBatchFileWriter] | None] = [None, None, None]
 
     def add(self, layer: int, *, ids, kinds, text, vectors: np.ndarray, doc: np.ndarray, parent: np.ndarray,
             title=None, url=None) -> None:
@@ -129,20 +140,32 @@ class SnapshotWriter:
             np.save(self.tmp / LINKS, np.asarray(links, dtype=np.int64).reshape(-1, 2))
             np.save(self.tmp / COMPONENT_LINKS, np.asarray(component_links, dtype=np.int64).reshape(-1, 2))
             (self.tmp / COMPLETE).write_text("1")
+            crash_point("snapshot:rename")
             if not replace_dir(self.tmp, self.target, keep):
                 shutil.rmtree(self.tmp, ignore_errors=True)
         except BaseException:
             self.abort()
             raise
+        self._unlock()
 
     def abort(self) -> None:
-        """Drop the partial snapshot."""
+        """Drop the partial snapshot. Closing a file whose buffer cannot be flushed (a full disk)
+        fails: each is closed on its own, so that the folder is removed all the same."""
         for appender in (*self._vectors, *self._codes):
-            appender._file.close()
+            with contextlib.suppress(OSError):
+                appender._file.close()
         for nodes in self._nodes:
             if nodes is not None:
-                nodes[0].close()
+                with contextlib.suppress(OSError, pa.ArrowException):
+                    nodes[0].close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock)
+            self._lock = None
 
 
 def replace_dir(source: Path, target: Path, keep: Callable[[Path], bool] | None = None, tries: int = 8) -> bool:
@@ -160,8 +183,11 @@ def replace_dir(source: Path, target: Path, keep: Callable[[Path], bool] | None 
                 raise
         if keep is not None and keep(target):
             return False
-        aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=OLD_PREFIX))
-        with contextlib.suppress(FileNotFoundError):  # another writer moved it first
-            os.replace(target, aside / target.name)
-        shutil.rmtree(aside, ignore_errors=True)
+        aside, lock = temporary(target.parent, OLD_PREFIX)
+        try:
+            with contextlib.suppress(FileNotFoundError):  # another writer moved it first
+                os.replace(target, aside / target.name)
+            shutil.rmtree(aside, ignore_errors=True)
+        finally:
+            os.close(lock)
     raise OSError(f"{target}: replaced by other writers {tries} times while this one tried to put its own there")

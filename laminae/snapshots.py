@@ -6,11 +6,13 @@ or ``snapshots/<digest>/NNNNNNNN-<digest>`` in the local cache of an index on ob
 (``laminae.schemas.storage.snapshot_dir`` makes both names). This module names the files in one
 (``layer_file``, ``COMPLETE``...), checks one without reading its data (``snapshot_problem``),
 hard-links one for another version (``link``), caches one (``cache``) and removes old ones
-(``prune``, ``keep_newest``). Reads and writes only the snapshot folders it is given.
+(``prune``, ``keep_newest``) and the temporary folders of writers that died
+(``remove_abandoned``). Reads and writes only the snapshot folders it is given.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -32,6 +34,18 @@ COMPONENT_LINKS = "component_links.npy"  # (n, 2) component → document row pai
 NAME = re.compile(r"\d{8}(-[0-9a-f]+)?")  # a snapshot folder (snapshot_dir), not a temporary one
 TMP_PREFIX = ".tmp-snapshot-"  # a snapshot being written, renamed into place when whole
 OLD_PREFIX = ".old-snapshot-"  # a snapshot moved aside to be removed
+
+
+CRASH_ENV = "LAMINAE_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL when ``$LAMINAE_CRASH_AT`` names this point (crash-safety
+    tests kill builds, refreshes and compactions at named points between two writes)."""
+    if os.environ.get(CRASH_ENV) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def layer_file(name: str, layer: int) -> str:
@@ -86,10 +100,54 @@ def cache(root: str, snapshot: Path, save: Callable[[], object], keep: int = 2) 
 def link(source: Path, target: Path) -> None:
     """Make ``target`` a snapshot of the same view as ``source``, its files hard-linked (a
     version whose nodes and edges are those of an earlier one)."""
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=TMP_PREFIX))
-    for item in source.iterdir():
-        os.link(item, tmp / item.name)
-    os.replace(tmp, target)
+    tmp, lock = temporary(target.parent, TMP_PREFIX)
+    try:
+        for item in source.iterdir():
+            os.link(item, tmp / item.name)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        os.close(lock)
+
+
+def temporary(parent: Path, prefix: str) -> tuple[Path, int]:
+    """A new temporary folder in ``parent`` and a descriptor holding an exclusive ``flock`` on it,
+    which says the folder is in use until the descriptor is closed or its process dies (the
+    kernel drops the lock, SIGKILL included: ``remove_abandoned``)."""
+    import fcntl
+
+    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+    fd = os.open(tmp, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return tmp, fd
+
+
+def remove_abandoned(folder: Path) -> int:
+    """Remove the temporary folders in ``folder`` (a snapshot being written, an old one moved
+    aside) whose writers are gone: their ``flock`` (``temporary``) can be taken. One a live
+    process still writes is left alone. Returns how many were removed."""
+    import fcntl
+
+    removed = 0
+    for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+        if not path.name.startswith((TMP_PREFIX, OLD_PREFIX)) or not path.is_dir():
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue  # removed meanwhile
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # in use
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def _mtime(path: Path) -> float:

@@ -147,6 +147,16 @@ class IndexFiles:
         selector = fs.FileSelector(f"{self._base}/{rel}", allow_not_found=True)
         return sorted(i.base_name for i in self._fs.get_file_info(selector) if i.type == fs.FileType.File)
 
+    def delete_tree(self, rel: str) -> None:
+        """Remove folder ``rel`` with everything under it; one that is already gone is fine."""
+        if self.local is not None:
+            import shutil
+
+            shutil.rmtree(self.local / rel, ignore_errors=True)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.delete_dir(f"{self._base}/{rel}")
+
     def delete(self, rel: str) -> None:
         """Remove a file; one that is already gone is fine."""
         if self.local is not None:

@@ -3,13 +3,17 @@
 Reads and writes ``<index>/`` (the LanceDB database), ``<index>/index.json`` (schema version and
 embedder) and ``<index>/_manifests/`` (one JSON per published build, ``LATEST`` pointing at the
 newest). Node and edge rows of a document are replaced together: upserts keyed by ``id`` plus a
-delete of that document's rows that the new parse no longer has.
+delete of that document's rows that the new parse no longer has. A manifest is the commit: what
+the tables hold past the latest one is never published by ``compact`` (``roll_back``), and what
+dead runs left (temporary files, a table created without a version, ``LATEST`` behind) is cleared
+by the next writer (``recover``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tempfile
 import time
@@ -28,26 +32,22 @@ from laminae.schemas.search_text import SERIALIZATION
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import MANIFEST_DIR, SNAPSHOT_DIR, IndexFiles, snapshot_dir, storage_options
 from laminae.schemas.tables import NODE_TABLES, SCHEMA_VERSION, TABLES, table_schemas
-from laminae.snapshots import link, prune, snapshot_problem, version_of
+from laminae.snapshots import crash_point, link, prune, remove_abandoned, snapshot_problem, version_of
+
+log = logging.getLogger("laminae.store")
 
 META_FILE = "index.json"
+# tables whose rows exist for readers only once a manifest names them; the others are logs whose
+# rows are facts once written (errors, runs) and the embedding cache, which no reader reads
+COMMITTED_TABLES = ("documents", "components", "subcomponents", "edges", "fetches")
 
 
 class IndexConfigError(RuntimeError):
     """The index cannot be written as asked; the message says how to fix it."""
 
 
-CRASH_ENV = "LAMINAE_CRASH_AT"
 KEEP_EVERYTHING = timedelta(days=36500)  # optimize() without pruning: its default prunes after 7 days
 CLEANUP_MARGIN_S = 0.5
-
-
-def crash_point(name: str) -> None:
-    """Kill this process with SIGKILL when ``$LAMINAE_CRASH_AT`` names this point (crash-safety tests)."""
-    if os.environ.get(CRASH_ENV) == name:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def s3_object(root: str, rel: str):
@@ -111,6 +111,13 @@ class IndexStore:
             self.remember(schema_version=SCHEMA_VERSION, embedder=embedder, serialization=SERIALIZATION,
                           created_at=datetime.now(UTC).isoformat())
         existing = set(self.db.list_tables().tables)
+        for name in sorted(existing & set(TABLES)):
+            if not self._has_version(name):
+                # created by a run that died (a full disk) before its first commit: it holds
+                # nothing, so it is created again like a table that never was
+                log.warning("%s/%s.lance has no version (a run died creating it): created again", self.root, name)
+                self.files.delete_tree(f"{name}.lance")
+                existing.discard(name)
         for name, schema in table_schemas(embedder["dim"]).items():
             if name not in existing:
                 self.db.create_table(name, schema=schema, exist_ok=True)
@@ -120,6 +127,9 @@ class IndexStore:
             if missing:  # nullable columns added since the index was built (videos' times): all null
                 tbl.add_columns(pa.schema(missing))
         return move
+
+    def _has_version(self, name: str) -> bool:
+        return any(n.endswith(".manifest") for n in self.files.list(f"{name}.lance/_versions"))
 
     def remember(self, **entries) -> None:
         """Merge ``entries`` (seeds, settings, ...) into ``index.json`` so a refresh can reuse them."""
@@ -350,11 +360,15 @@ class IndexStore:
         self.prune_raw([self._manifest_tables(number) for number in kept])
         return freed
 
-    def compact(self, keep: int, run_id: str) -> dict:
-        """``laminae compact``: compact the tables; if that changed any, publish their versions as a
-        new manifest with the same contents (its snapshot hard-linked from the last one); write the
-        latest manifest's snapshot again if it is missing or damaged; clean up versions before the
-        newest ``keep`` manifests. The caller holds the writer lease."""
+    def compact(self, keep: int, run_id: str, exclusive: bool = True) -> dict:
+        """``laminae compact``: start from the tables at the latest manifest's versions
+        (``roll_back``), compact them; if that changed any, publish their versions as a new manifest
+        with the same contents (its snapshot hard-linked from the last one); write the latest
+        manifest's snapshot again if it is missing or damaged; clean up versions before the newest
+        ``keep`` manifests. The caller holds the writer lease; ``exclusive``: the lease excludes
+        other writers (not on object stores without one). A snapshot or cleanup that fails after
+        publishing is a warning in the result: the manifest stands."""
+        recovered = self.recover()
         latest = self.latest_manifest_version()
         if latest == 0:
             raise IndexConfigError(f"{self.root} holds no published index: build one with `laminae build`")
@@ -365,22 +379,88 @@ class IndexStore:
         except (ValueError, KeyError, TypeError):
             raise IndexConfigError(f"{self.root}/{MANIFEST_DIR}/{latest:08d}.json (the latest manifest) is "
                                    "damaged: run `laminae refresh` to publish a new one") from None
+        rolled = self.roll_back(before, latest, exclusive)
         self.compact_tables()
         version = latest
         if any(self.table(name).version != v for name, v in before.items() if name in TABLES):
             extra = {k: v for k, v in previous.items() if k not in ("version", "run_id", "created_at", "tables")}
             version = self.publish(run_id, {**extra, "compacted_from": latest})
-        result = {"manifest_version": version, "published": version != latest, "snapshot": "kept"}
-        if self.files.local is not None:
-            problem = snapshot_problem(snapshot_dir(str(self.root), version))
-            if version != latest and snapshot_problem(snapshot_dir(str(self.root), latest)) is None:
-                self.write_snapshot(version, same_as=latest)
-                result["snapshot"] = "linked"
-            elif problem is not None:
-                self.write_snapshot(version)
-                result["snapshot"] = f"written again ({problem})"
-        result["versions_deleted"] = sum(self.clean_up(keep).values())
+        result = {"manifest_version": version, "published": version != latest, "snapshot": "kept",
+                  "rolled_back": rolled, "recovered": recovered, "warnings": []}
+        try:
+            if self.files.local is not None:
+                problem = snapshot_problem(snapshot_dir(str(self.root), version))
+                if version != latest and snapshot_problem(snapshot_dir(str(self.root), latest)) is None:
+                    self.write_snapshot(version, same_as=latest)
+                    result["snapshot"] = "linked"
+                elif problem is not None:
+                    self.write_snapshot(version)
+                    result["snapshot"] = f"written again ({problem})"
+        except (OSError, ValueError, MemoryError) as exc:  # the disk, damaged data
+            result["snapshot"] = "not written"
+            result["warnings"].append(f"manifest {version} is published, but its reader snapshot could not be "
+                                      f"written ({type(exc).__name__}: {exc}); readers load the view from the "
+                                      "tables; `laminae compact` tries again")
+        try:
+            result["versions_deleted"] = sum(self.clean_up(keep).values())
+        except (OSError, ValueError, RuntimeError, IndexConfigError) as exc:  # LanceDB's I/O errors are RuntimeErrors
+            result["versions_deleted"] = 0
+            result["warnings"].append(f"manifest {version} is published, but older versions could not be cleaned "
+                                      f"up ({type(exc).__name__}: {exc}); `laminae compact` tries again")
         return result
+
+    def roll_back(self, tables: dict[str, int], number: int, exclusive: bool = True) -> dict[str, tuple[int, int]]:
+        """Bring every committed table (``COMMITTED_TABLES``) back to the version manifest ``number``
+        names (``tables``) where it has moved past it; returns ``{table: (from, to)}``. A table's
+        later versions are writes no manifest published: of a run that was killed or failed (a
+        later refresh does that work again), or a cleanup's compaction of the same rows. LanceDB's
+        ``restore`` makes the named version the newest again, as crash recovery makes a database's
+        uncommitted transactions invisible before its VACUUM runs. Only under an exclusive lease:
+        elsewhere such versions may be a live writer's, so this refuses, naming the fix."""
+        rolled: dict[str, tuple[int, int]] = {}
+        for name in COMMITTED_TABLES:
+            if name not in tables:
+                continue
+            tbl = self.table(name)
+            wanted, now = int(tables[name]), tbl.version
+            if now == wanted:
+                continue
+            if now < wanted or wanted not in {v["version"] for v in tbl.list_versions()}:
+                raise IndexConfigError(f"{self.root}: table {name} is at version {now} and no longer holds version "
+                                       f"{wanted}, which manifest {number} names: run `laminae refresh --index "
+                                       f"{self.root}` to publish the tables as they are")
+            if not exclusive:
+                raise IndexConfigError(f"{self.root}: table {name} has versions past manifest {number} (a run that "
+                                       "failed, was killed, or is writing now: this object store has no writer "
+                                       "lease, so compact cannot tell). Run `laminae refresh --index "
+                                       f"{self.root}` when no other writer runs; it publishes them")
+            tbl.restore(wanted)
+            rolled[name] = (now, wanted)
+        if rolled:
+            log.info("%s: started from manifest %d's versions of %s (their later versions were never published)",
+                     self.root, number, ", ".join(rolled))
+        return rolled
+
+    def recover(self) -> dict[str, int]:
+        """Clear what writers and readers that died left behind; the next writer calls this under
+        its lease, so nothing it removes is in use: temporary snapshot folders (their writers'
+        locks are gone, ``laminae.snapshots.remove_abandoned``: a reader rebuilding a snapshot
+        holds its own), temporary files in ``_manifests/`` and the raw store, and ``LATEST`` when
+        it does not name the newest manifest (a writer killed between the two writes)."""
+        found = {"temporary_snapshots": 0, "temporary_files": 0, "latest_repaired": 0}
+        if self.files.local is not None:
+            root = self.files.local
+            found["temporary_snapshots"] = remove_abandoned(root / SNAPSHOT_DIR)
+            for folder in (root / MANIFEST_DIR, *sorted((root / "raw").glob("*"))):
+                for tmp in folder.glob(".tmp-*") if folder.is_dir() else ():
+                    tmp.unlink(missing_ok=True)
+                    found["temporary_files"] += 1
+        versions = self.manifest_versions()
+        latest = self.files.read_text(f"{MANIFEST_DIR}/LATEST")
+        if versions and (latest or "").strip() != str(versions[-1]):
+            self.files.write_text(f"{MANIFEST_DIR}/LATEST", str(versions[-1]))
+            found["latest_repaired"] = 1
+        return found
 
     def _manifest_tables(self, number: int) -> dict[str, int]:
         text = self.files.read_text(f"{MANIFEST_DIR}/{number:08d}.json")
@@ -464,7 +544,12 @@ class IndexStore:
         }
         crash_point("publish")
         self._create(f"{MANIFEST_DIR}/{version:08d}.json", json.dumps(manifest, indent=2, default=str).encode())
-        self.files.write_text(f"{MANIFEST_DIR}/LATEST", str(version))
+        crash_point("publish:latest")
+        try:
+            self.files.write_text(f"{MANIFEST_DIR}/LATEST", str(version))
+        except OSError as exc:  # published all the same: the newest manifest is the latest, LATEST is repaired
+            log.warning("manifest %d is published, but %s/%s/LATEST could not be written (%s): the next writer "
+                        "repairs it", version, self.root, MANIFEST_DIR, exc)
         return version
 
     def _create(self, rel: str, data: bytes) -> None:
@@ -478,6 +563,7 @@ class IndexStore:
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
+                crash_point("publish:manifest")
                 os.link(tmp, target)  # fails if the target exists, unlike a rename
             except FileExistsError:
                 raise taken from None

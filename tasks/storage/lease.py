@@ -260,6 +260,11 @@ class WriterLease:
         """Raise ``LeaseLostError`` if the lease was lost (object storage only)."""
         self._lock.check()
 
+    @property
+    def exclusive(self) -> bool:
+        """Whether the lease keeps other writers out (not on object stores without one)."""
+        return not isinstance(self._lock, _NoLock)
+
 
 _held: dict[str, WriterLease] = {}
 _held_guard = threading.Lock()
