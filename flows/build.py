@@ -34,6 +34,7 @@ from laminae.tasks import progress
 from laminae.tasks.batches import ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl
+from laminae.tasks.crawl.files import is_folder_url
 from laminae.tasks.crawl.hosts import seed_scope
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
@@ -45,7 +46,15 @@ from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools
 from laminae.tasks.parse.ocr import recognizer, spelling_dictionary
 from laminae.tasks.pipeline import BatchWork, parse_batch, process_batch, timed
-from laminae.tasks.refresh import LISTINGS, pages_of, plan_refresh, superseded_documents, unsettled_pages
+from laminae.tasks.refresh import (
+    LISTINGS,
+    RefreshPlan,
+    deletion_bound,
+    pages_of,
+    plan_refresh,
+    superseded_documents,
+    unsettled_pages,
+)
 from laminae.tasks.report.run_report import run_markdown, write_report
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
 from laminae.tasks.storage.lease import WriterLease, writer_lease
@@ -244,16 +253,32 @@ def compact_tables(index: str) -> None:
     IndexStore(index).compact_tables()
 
 
+# what may fail after a manifest went live without being a bug of ours: the disk, damaged data
+# (LanceDB's I/O errors are RuntimeErrors)
+AFTER_PUBLISH_ERRORS = (OSError, ValueError, MemoryError, RuntimeError, IndexConfigError)
+
+
 @task(name="clean-up-versions", cache_policy=NO_CACHE)
-def clean_up_versions(index: str, keep: int) -> dict[str, int]:
-    freed = IndexStore(index).clean_up(keep)
+def clean_up_versions(index: str, keep: int) -> dict[str, int] | Exception:
+    """The cleanup of older versions, or the exception that stopped it (returned, not raised: the
+    run is published, and Prefect would log a raised one as a failed task with its traceback)."""
+    try:
+        freed = IndexStore(index).clean_up(keep)
+    except AFTER_PUBLISH_ERRORS as exc:
+        return exc
     log.info("cleanup: %d table versions older than the newest %d manifests deleted", sum(freed.values()), keep)
     return freed
 
 
 @task(name="write-reader-snapshot", cache_policy=NO_CACHE)
-def write_reader_snapshot(index: str, version: int, same_as: int | None = None) -> None:
-    IndexStore(index).write_snapshot(version, same_as=same_as)
+def write_reader_snapshot(index: str, version: int, same_as: int | None = None) -> Exception | None:
+    """Write the reader snapshot of manifest ``version``; the exception that stopped it, returned
+    (see ``clean_up_versions``)."""
+    try:
+        IndexStore(index).write_snapshot(version, same_as=same_as)
+    except AFTER_PUBLISH_ERRORS as exc:
+        return exc
+    return None
 
 
 @task(name="publish-run-report", cache_policy=NO_CACHE)
@@ -266,13 +291,15 @@ def publish_run_report(index: str, summary: dict, flow_name: str) -> None:
     try:
         create_markdown_artifact(markdown=run_markdown(summary, index), key=f"laminae-{flow_name}",
                                  description=f"laminae {flow_name} of {index}: {summary['status']}")
-    except Exception:
-        log.exception("the run's artifact could not be published")
+    except Exception as exc:  # noqa: BLE001 - the run stands; one line, not a traceback (-v shows it)
+        log.warning("the run's artifact could not be published (%s: %s)", type(exc).__name__, exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG))
     try:
         path = write_report(index)
         log.info("report: %s", path)
-    except Exception:
-        log.exception("the HTML report of %s could not be written", index)
+    except Exception as exc:  # noqa: BLE001 - as above (a full disk, most often)
+        log.warning("the HTML report of %s could not be written (%s: %s)", index, type(exc).__name__, exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG))
 
 
 def _status(indexed: int, errors: list[dict]) -> str:
@@ -300,7 +327,8 @@ def build_index(seeds: str, index: str, follow_links: int | None = None, setting
 
 @flow(name="refresh-index", log_prints=True)
 def refresh_index(index: str, seeds: str | None = None, model: str | None = None,
-                  runner: dict | None = None, wait_for_lease: float | None = None) -> dict:
+                  runner: dict | None = None, wait_for_lease: float | None = None,
+                  allow_mass_delete: bool = False) -> dict:
     """Refresh the index at ``index`` with the seeds and settings it was built with (or new ``seeds``).
 
     Pages are re-fetched with conditional requests; an unchanged page costs no parse and no
@@ -309,7 +337,8 @@ def refresh_index(index: str, seeds: str | None = None, model: str | None = None
     transient failure keeps the page as it was. ``runner`` overrides the remembered runner
     settings (e.g. ``{"kind": "dask", "address": "tcp://scheduler:8786"}``). ``wait_for_lease``:
     seconds to wait for another writer of the index (a scheduled run waits; by hand the default is
-    to fail at once naming it).
+    to fail at once naming it). ``allow_mass_delete``: make the run's deletions even when they pass
+    the bound of ``max_delete_count`` and ``max_delete_fraction`` (rsync's ``--max-delete``).
     """
     meta = IndexStore(index).metadata() or {}
     if "seeds" not in meta:
@@ -325,19 +354,23 @@ def refresh_index(index: str, seeds: str | None = None, model: str | None = None
                                                  for s in meta["seeds"]]
     with progress.reporting():
         return run_update(seed_list, index, cfg, flow_name="refresh", reembed=reembed,
-                          wait_for_lease=wait_for_lease)
+                          wait_for_lease=wait_for_lease, allow_mass_delete=allow_mass_delete)
 
 
 def run_update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str = "build",
-               reembed: bool = False, wait_for_lease: float | None = None) -> dict:
+               reembed: bool = False, wait_for_lease: float | None = None, allow_mass_delete: bool = False) -> dict:
     """The body of ``build_index`` and ``refresh_index`` (called inside a flow run), under the
     index's writer lease (``laminae.tasks.storage.lease``): taken before anything is read that will
-    be written, given back at the end whatever happens."""
+    be written, given back at the end whatever happens. What earlier runs left behind is cleared
+    first (``IndexStore.recover``)."""
     if not is_remote(index):
         index = str(Path(index).resolve())  # workers of a remote cluster have other working directories
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     with writer_lease(index, run_id, f"laminae {flow_name}", wait_for_lease) as lease:
-        return _update(seed_list, index, cfg, flow_name, reembed, run_id, lease)
+        recovered = IndexStore(index).recover()
+        if any(recovered.values()):
+            log.info("left by earlier runs, cleared: %s", recovered)
+        return _update(seed_list, index, cfg, flow_name, reembed, run_id, lease, allow_mass_delete)
 
 
 @dataclass
@@ -351,6 +384,7 @@ class _Run:
     reembed: bool
     run_id: str
     lease: WriterLease
+    allow_mass_delete: bool = False
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     t0: float = field(default_factory=time.perf_counter)
     seconds: Counter[str] = field(default_factory=Counter)  # the summary's seconds_by_stage
@@ -362,6 +396,8 @@ class _Run:
     failed_fetches: list[FetchResult] = field(default_factory=list)
     pages: list[FetchResult] = field(default_factory=list)  # to parse
     by_url: dict[str, str] = field(default_factory=dict)  # the documents before a refresh
+    plan: RefreshPlan | None = None  # on a refresh: what goes (deleted at the end, all at once)
+    gone_errors: list[dict] = field(default_factory=list)  # their rows say whether the page's document went
     errors: list[dict] = field(default_factory=list)
     changes: Counter[str] = field(default_factory=Counter)
     totals: Counter[str] = field(default_factory=Counter)  # indexed, embedded, reused
@@ -380,8 +416,8 @@ class _Run:
 
 
 def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: str, reembed: bool, run_id: str,
-            lease: WriterLease) -> dict:
-    run = _Run(seed_list, index, cfg, flow_name, reembed, run_id, lease)
+            lease: WriterLease, allow_mass_delete: bool = False) -> dict:
+    run = _Run(seed_list, index, cfg, flow_name, reembed, run_id, lease, allow_mass_delete)
     with timed(run.seconds, "load_model"):
         _prepare(run)
     _remember_seeds(run)
@@ -389,7 +425,7 @@ def _update(seed_list: list[Seed], index: str, cfg: BuildSettings, flow_name: st
         run.results = crawl_pages(seed_list, index, cfg, run.previous)
     _plan_pages(run)
     _write_batches(run)  # its seconds come from the stages (laminae.tasks.pipeline.STAGES) and the writes
-    _remove_superseded(run)
+    _remove_documents(run)
     with timed(run.seconds, "prune_cache"):
         run.pruned = prune_cache(index, run.embedder, cfg.embed.cache_slack)
     with timed(run.seconds, "resolve_links"):
@@ -440,15 +476,18 @@ def _plan_pages(run: _Run) -> None:
     run.pages = pages_of(run.results)
     if run.refresh:
         run.by_url = store.documents_by_url()
-        plan = plan_refresh(run.results, run.previous, run.by_url, run.cfg.crawl.follow_links, run.rebuild_nodes)
+        folders = [s.url for s in run.seeds if is_folder_url(s.url)]
+        run.plan = plan = plan_refresh(run.results, run.previous, run.by_url, run.cfg.crawl.follow_links,
+                                       run.rebuild_nodes, folders)
         store.upsert("fetches", [fetch_row(r, run.run_id) for r in plan.unchanged])
         run.pages = plan.parse
-        store.delete_documents(plan.removed)
-        for e in run.errors:
-            if e["url"] in plan.gone:
-                e["severity"], e["message"] = "warning", e["message"] + "; the page and its nodes were removed"
-        run.changes.update(plan.changes)
-    store.append("errors", run.errors)
+        run.errors += [error_row(run.run_id, url, "refresh", reason, message, severity="warning")
+                       for url, reason, message in plan.kept]
+        run.gone_errors = [e for e in run.errors if e["url"] in plan.gone]
+        for e in run.gone_errors:  # a warning: the page is gone, not broken; written once its fate is known
+            e["severity"] = "warning"
+        run.changes.update({k: v for k, v in plan.changes.items() if k != "removed"})
+    store.append("errors", [e for e in run.errors if not any(e is g for g in run.gone_errors)])
     store.upsert("fetches", [fetch_row(r, run.run_id) for r in run.failed_fetches])
 
 
@@ -488,15 +527,40 @@ def _write_batches(run: _Run) -> None:
         close_pools()  # the parse workers, if any, end with the batches
 
 
-def _remove_superseded(run: _Run) -> None:
-    """On a refresh, the documents whose pages now belong to another document."""
-    if not run.refresh:
+def _remove_documents(run: _Run) -> None:
+    """On a refresh, every deletion of the run at once, after its writes: the documents of gone and
+    dropped pages (``plan_refresh``) and those whose pages now belong to another document
+    (superseded). None when the run failed (it publishes nothing, so it changes nothing), nor past
+    the deletion bound unless the run allows it (``deletion_bound``: rsync's ``--max-delete``)."""
+    if not run.refresh or run.plan is None:
         return
+    plan = run.plan
     reparsed = {r.url for r in run.pages}
     unsettled = unsettled_pages(run.results, run.pages, run.resolved) - set(run.by_url)
     superseded = superseded_documents(run.by_url, run.resolved, reparsed, unsettled)
-    run.store.delete_documents(superseded)
-    run.changes["removed"] += len(superseded)
+    written = set(run.resolved.values())  # a gone page's document that another page now holds stays
+    doomed = [d for d in plan.removed if d not in written]
+    doomed += [d for d in superseded if d not in set(doomed)]
+    refusal = None
+    if doomed and _status(run.totals["indexed"] + run.changes["unchanged"], run.errors) == "failure":
+        refusal = (f"the run failed, so it deletes nothing: {len(doomed)} document(s) whose pages are gone or "
+                   "no longer reached stay until a refresh that succeeds")
+    elif doomed and not run.allow_mass_delete:
+        refusal = deletion_bound(len(doomed), len(run.by_url), run.cfg.max_delete_count, run.cfg.max_delete_fraction,
+                                 run.index)
+    note = "; the page and its nodes were removed"
+    if refusal is not None:
+        run.errors.append(error_row(run.run_id, run.index, "refresh", "deletions_skipped",
+                                    f"{refusal} (gone {len(plan.gone)}, no longer reached {len(plan.dropped)}, "
+                                    f"superseded {len(superseded)})", severity="warning"))
+        run.store.append("errors", run.errors[-1:])
+        note = "; its document was kept (see the run's deletions_skipped warning)"
+        doomed = []
+    for e in run.gone_errors:
+        e["message"] += note
+    run.store.append("errors", run.gone_errors)
+    run.store.delete_documents(doomed)
+    run.changes["removed"] += len(doomed)
 
 
 def _summary(run: _Run) -> dict:
@@ -542,25 +606,34 @@ def _record_and_publish(run: _Run, summary: dict) -> None:
     run.lease.check()
     summary["manifest_version"] = store.publish(run_id, {"run": summary, "config_hash": run.cfg.config_hash()},
                                                 version)
-    store.remember(parser=PARSER_VERSION)
-    # the version is live from here on: what fails below is recorded, the run stands
+    # the version is live from here on: what fails below is a warning, the run stands (exit 0)
+    problems: list[dict] = []
+    try:
+        store.remember(parser=PARSER_VERSION)
+    except OSError as exc:  # the next run parses every page again, which is safe
+        problems.append(after_publish_error(run_id, index, "publish", exc, "the next run parses every page again"))
     tick = time.perf_counter()
-    try:
-        write_reader_snapshot(index, version, None if run.changed else version - 1)
+    failed = write_reader_snapshot(index, version, None if run.changed else version - 1)
+    if failed is None:
         log.info("reader snapshot written in %.1f s", time.perf_counter() - tick)
-    except (OSError, ValueError, MemoryError) as exc:  # the disk, damaged data: not our bugs, which raise
-        log.exception("manifest %d is published, but its reader snapshot could not be written", version)
-        summary["snapshot_error"] = f"{type(exc).__name__}: {exc}"
-        store.append("errors", [after_publish_error(run_id, index, "snapshot", exc,
-                                                    "readers load the view from the tables (slower); "
-                                                    f"`laminae compact --index {index}` writes it again")])
+    else:
+        summary["snapshot_error"] = f"{type(failed).__name__}: {failed}"
+        problems.append(after_publish_error(run_id, index, "snapshot", failed,
+                                            "readers load the view from the tables (slower); "
+                                            f"`laminae compact --index {index}` writes it again"))
+    freed = clean_up_versions(index, run.cfg.keep_manifests)
+    if isinstance(freed, Exception):
+        summary["cleanup_error"] = f"{type(freed).__name__}: {freed}"
+        problems.append(after_publish_error(run_id, index, "cleanup", freed,
+                                            f"`laminae compact --index {index}` tries again"))
+    else:
+        summary["versions_deleted"] = sum(freed.values())
+    for row in problems:
+        log.warning("manifest %d is published, but: %s", version, row["message"])
     try:
-        summary["versions_deleted"] = sum(clean_up_versions(index, run.cfg.keep_manifests).values())
-    except (OSError, ValueError, RuntimeError, IndexConfigError) as exc:  # LanceDB's I/O errors are RuntimeErrors
-        log.exception("manifest %d is published, but older table versions could not be cleaned up", version)
-        summary["cleanup_error"] = f"{type(exc).__name__}: {exc}"
-        store.append("errors", [after_publish_error(run_id, index, "cleanup", exc,
-                                                    f"`laminae compact --index {index}` tries again")])
+        store.append("errors", problems)
+    except AFTER_PUBLISH_ERRORS as exc:  # a full disk: the log above is all there is
+        log.warning("the warnings above could not be written to the errors table (%s: %s)", type(exc).__name__, exc)
 
 
 def after_publish_error(run_id: str, index: str, stage: str, exc: Exception, what_now: str) -> dict:

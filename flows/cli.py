@@ -127,7 +127,8 @@ def _finish(summary: dict, index: str, args: argparse.Namespace) -> int:
 
     status = summary["status"]
     if status == "failure":
-        print(f"build failed: no document could be indexed; errors: {summary['errors_by_stage']}", file=sys.stderr)
+        print(f"{getattr(args, 'command', 'build')} failed: no document could be indexed, nothing was published "
+              f"(the index is as it was); errors: {summary['errors_by_stage']}", file=sys.stderr)
         return 1
     stats = laminae.open(index).stats()
     if getattr(args, "json", False):
@@ -157,7 +158,8 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if args.seeds:
         read_seeds(args.seeds)
     with _lease(args.index, "laminae refresh", args.wait):
-        summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model, runner=_runner(args) or None)
+        summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model, runner=_runner(args) or None,
+                                allow_mass_delete=args.allow_mass_delete)
     changes = summary.get("changes", {})
     print(f"refresh: {changes.get('unchanged', 0)} unchanged, {changes.get('changed', 0)} changed, "
           f"{changes.get('added', 0)} added, {changes.get('removed', 0)} removed; {summary['embedded']} embedded")
@@ -172,11 +174,17 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
     keep = args.keep if args.keep is not None else BuildSettings().keep_manifests
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-compact"
-    with _lease(args.index, "laminae compact", args.wait):
-        result = IndexStore(args.index).compact(keep, run_id)
+    with _lease(args.index, "laminae compact", args.wait) as lease:
+        result = IndexStore(args.index).compact(keep, run_id, exclusive=lease.exclusive)
+    if result["rolled_back"]:
+        print(f"index {args.index}: {', '.join(result['rolled_back'])} held versions no manifest published (a run "
+              "killed or failed); compacted from the latest manifest's versions, which stay the published state",
+              file=sys.stderr)
     print(f"index {args.index}: manifest {result['manifest_version']}"
           f"{' published (compacted tables)' if result['published'] else ''}; snapshot {result['snapshot']}; "
           f"{result['versions_deleted']} table versions older than the newest {keep} manifests deleted")
+    for warning in result["warnings"]:  # after publishing: the manifest stands
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -314,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--index", required=True, help="an index built with `laminae build`")
     p.add_argument("--seeds", help="replace the remembered seed list with this file (or folder)")
     p.add_argument("--model", help="move the index to this embedding model (re-embeds everything)")
+    p.add_argument("--allow-mass-delete", action="store_true",
+                   help="delete the documents of gone or no longer reached pages even when they are more than "
+                   "max_delete_count (20) and max_delete_fraction (0.5) of the index (else none is deleted "
+                   "and a warning says so)")
     p.add_argument("--json", action="store_true", help="print the stats as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when some input failed (partial success)")
     _add_progress_option(p)

@@ -4,15 +4,20 @@ Reads the fetch results of this run, the fetch record of the run before (``fetch
 raw key) and the page each document was recorded with (``documents``); returns which pages are
 unchanged (kept, not re-parsed), which are parsed, and which documents go: a page that answered
 404 or 410 or whose file is gone (gone), one no longer reached by the crawl (dropped), one whose
-page now resolves to another document (superseded). Writes nothing: ``laminae.flows.build.run_update`` applies it.
+page now resolves to another document (superseded). Writes nothing: ``laminae.flows.build.run_update``
+applies it, every deletion of a run at once and only within ``deletion_bound`` (rsync's
+``--max-delete``).
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
+from laminae.tasks.crawl.files import file_url, is_folder_url, path_of
 
 GONE = ("http_404", "http_410", "not_found")  # the page (or file) is gone: its document goes with it
 LISTINGS = ("folder", "sitemap", "robots")  # results about a seed or a host, not of a page
@@ -27,6 +32,8 @@ class RefreshPlan:
     removed: list[str] = field(default_factory=list)  # documents of gone or dropped pages
     gone: set[str] = field(default_factory=set)  # pages that answered 404 or 410
     changes: Counter[str] = field(default_factory=Counter)  # unchanged, changed, added, removed
+    dropped: set[str] = field(default_factory=set)  # pages no longer reached
+    kept: list[tuple[str, str, str]] = field(default_factory=list)  # (url, reason, message): nothing dropped
 
 
 def pages_of(results: list[FetchResult]) -> list[FetchResult]:
@@ -35,28 +42,76 @@ def pages_of(results: list[FetchResult]) -> list[FetchResult]:
 
 
 def plan_refresh(results: list[FetchResult], previous: dict[str, dict], by_url: dict[str, str],
-                 follow_links: int, rebuild: bool) -> RefreshPlan:
+                 follow_links: int, rebuild: bool, folders: list[str] | tuple[str, ...] = ()) -> RefreshPlan:
     """``previous``: each page's fetch row from the run before; ``by_url``: the document each page
     was recorded with; ``rebuild``: the index was serialized by another version (every page is
-    parsed again). A page the crawl did not reach this time is dropped when the seeds are the whole
-    corpus (``follow_links`` 0) or when nothing failed transiently (a failed link-following crawl
-    may simply not have reached it). While a folder seed could not be listed (an error other than
-    gone), nothing is dropped: its pages were not reached, not removed; the same for a sitemap that
-    could not be fetched or read."""
+    parsed again); ``folders``: the folder seeds. A page the crawl did not reach this time is
+    dropped when the seeds are the whole corpus (``follow_links`` 0) or when nothing failed
+    transiently (a failed link-following crawl may simply not have reached it).
+
+    Nothing is dropped while a listing went wrong (rsync skips every deletion after an I/O error):
+    a folder seed that could not be listed, gone (moved aside) or not, a sitemap that could not be
+    fetched or read; nor while a folder seed lists no file at all where the index holds documents
+    under it (an unmounted mount point, an emptied share). Each such case is in ``kept``, for a
+    warning row."""
     pages = pages_of(results)
     unchanged = [r for r in pages if r.url in by_url and not rebuild
                  and (previous.get(r.url) or {}).get("raw_key") == r.raw_key]
     kept = {id(r) for r in unchanged}  # by identity: `r not in unchanged` compared every pair of pages
     parse = [r for r in pages if id(r) not in kept]
-    gone = {r.url for r in results if r.error in GONE and r.url in by_url}
+    gone = {r.url for r in results if r.error in GONE and r.url in by_url and r.kind not in LISTINGS}
     reached = {r.url for r in results}
     failed = [r for r in results if not r.ok and r.error not in GONE and r.severity == "error"]
     transient = any(r.kind not in LISTINGS for r in failed)
-    unlisted = any(r.kind in LISTINGS for r in failed)
-    dropped = {u for u in by_url if u not in reached and not unlisted and (follow_links == 0 or not transient)}
+    missed = sorted(u for u in by_url if u not in reached)
+    held = _unlisted(results, missed) + _emptied(folders, results, missed)
+    dropped = set() if held else {u for u in missed if follow_links == 0 or not transient}
     changes = Counter(unchanged=len(unchanged), changed=sum(r.url in by_url for r in parse),
                       added=sum(r.url not in by_url for r in parse), removed=len(gone | dropped))
-    return RefreshPlan(parse, unchanged, [by_url[u] for u in sorted(gone | dropped)], gone, changes)
+    return RefreshPlan(parse, unchanged, [by_url[u] for u in sorted(gone | dropped)], gone, changes, dropped, held)
+
+
+def _prefixes(folder: str) -> tuple[str, ...]:
+    """The URL prefixes of the files under folder URL ``folder``: as named and as listed (its real path)."""
+    named = folder if folder.endswith("/") else folder + "/"
+    return (named, file_url(Path(os.path.realpath(path_of(named))), folder=True))
+
+
+def _unlisted(results: list[FetchResult], missed: list[str]) -> list[tuple[str, str, str]]:
+    """A ``kept`` entry for each listing (folder, sitemap, robots.txt) that went wrong."""
+    held = []
+    for r in results:
+        if r.kind not in LISTINGS or r.ok or r.severity != "error":
+            continue
+        if r.kind == "folder":
+            prefixes = _prefixes(r.url)
+            under = sum(u.startswith(prefixes) for u in missed)
+            what = f"its {under} indexed document(s) not reached are kept"
+        else:
+            what = f"the {len(missed)} indexed document(s) not reached in this run are kept"
+        held.append((r.url, "deletions_skipped", f"{r.kind} could not be listed ({r.error}): {what}; a refresh "
+                     "that cannot list a seed deletes no document it did not reach (rsync's rule after an I/O "
+                     "error); they go when a refresh lists it again without them"))
+    return held
+
+
+def _emptied(folders: list[str] | tuple[str, ...], results: list[FetchResult],
+             missed: list[str]) -> list[tuple[str, str, str]]:
+    """A ``kept`` entry for each folder seed that listed no file while the index holds documents
+    under it: an empty folder where files were (an unmounted mount point) deletes nothing."""
+    held = []
+    for folder in folders:
+        if not is_folder_url(folder):
+            continue
+        prefixes = _prefixes(folder)
+        if any(r.url.startswith(prefixes) or r.url in prefixes for r in results):
+            continue
+        under = sum(u.startswith(prefixes) for u in missed)
+        if under:
+            held.append((folder, "deletions_skipped", f"folder listed no file, yet the index holds {under} "
+                         "document(s) under it (an unmounted mount point, an emptied share?): they are kept; "
+                         "delete them with `laminae refresh --seeds` naming the seeds without this folder"))
+    return held
 
 
 def unsettled_pages(results: list[FetchResult], parse: list[FetchResult], resolved: dict[str, str]) -> set[str]:
@@ -81,3 +136,15 @@ def superseded_documents(by_url: dict[str, str], resolved: dict[str, str], repar
     live = set(resolved.values()) | {doc for url, doc in by_url.items() if url not in resolved}
     old = {by_url[url] for url in reparsed if url in by_url and url in resolved and resolved[url] != by_url[url]}
     return sorted(old - live)
+
+
+def deletion_bound(count: int, total: int, max_count: int, max_fraction: float, index: str) -> str | None:
+    """Why a run may not delete ``count`` of the index's ``total`` documents, or None when it may:
+    past both ``max_count`` deletions and ``max_fraction`` of the documents, a run deletes none of
+    them (rsync's ``--max-delete``: a site answering 404 for everything, a seed folder emptied by
+    mistake), until a run with ``--allow-mass-delete``."""
+    if count <= max_count or count <= max_fraction * total:
+        return None
+    return (f"this refresh would delete {count} of the index's {total} documents, more than max_delete_count "
+            f"({max_count}) and max_delete_fraction ({max_fraction:g}) allow: none was deleted. If those pages "
+            f"are really gone, run `laminae refresh --index {index} --allow-mass-delete`")
