@@ -7,12 +7,21 @@ centroid, picked with maximal marginal relevance for diversity, bounded in count
 returned in document order. ``seq2seq``: a transformers model. ``endpoint``: an OpenAI-compatible
 chat endpoint (base URL, model, key from the environment) with timeouts, retries and a
 concurrency limit; when it fails the caller falls back to extractive and records a warning.
+
+A batch's summaries are made within ``batch_timeout_s``: past it the endpoint's requests still
+out are cancelled, the seq2seq model starts no other document and the extractive mode none either,
+and each document left keeps its lead text as summary (its first sentences, cut as the extractive
+mode cuts: ``max_sentences``, ``max_chars``), with a ``summarize_timeout`` warning row each (a
+row names one document, as the stage's other rows do). One document's own work (a model's
+``generate``, an extractive pick) is not interrupted: bounded by ``input_chars`` and the summary's size.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import time
 
 import numpy as np
 
@@ -56,8 +65,27 @@ def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: Summarize
     return text[: cfg.max_chars].strip() or None
 
 
-def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu") -> list[str]:
-    """Abstractive summaries by a local transformers seq2seq model (loaded once per process)."""
+class SummaryLate(TimeoutError):
+    """A document whose summary was not made by the batch's deadline."""
+
+
+def lead_summary(sentences: list[str], cfg: SummarizeConfig) -> str | None:
+    """A document's first sentences, cut as ``extractive_summary`` cuts its picks: at most
+    ``max_sentences``, and no sentence past the first that would overrun ``max_chars``."""
+    chosen: list[str] = []
+    size = 0
+    for sentence in sentences[: cfg.max_sentences]:
+        if chosen and size + len(sentence) > cfg.max_chars:
+            break
+        chosen.append(sentence)
+        size += len(sentence) + 1
+    return " ".join(chosen)[: cfg.max_chars].strip() or None
+
+
+def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu",
+                      deadline: float = math.inf) -> list[str | SummaryLate]:
+    """Abstractive summaries by a local transformers seq2seq model (loaded once per process); the
+    texts not begun by ``deadline`` (``time.monotonic``) get a ``SummaryLate``."""
     if not cfg.model:
         raise ValueError("summarize.mode=seq2seq needs summarize.model (a transformers id or local path)")
 
@@ -72,9 +100,12 @@ def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu
     import torch
 
     limit = min(getattr(model.config, "max_position_embeddings", None) or 512, tok.model_max_length)
-    out = []
+    out: list[str | SummaryLate] = []
     with torch.inference_mode():
         for text in texts:
+            if time.monotonic() >= deadline:
+                out.append(SummaryLate())
+                continue
             enc = tok(text[: cfg.input_chars], return_tensors="pt", truncation=True, max_length=limit).to(device)
             ids = model.generate(**enc, max_new_tokens=max(16, cfg.max_chars // 4), num_beams=2)
             out.append(tok.decode(ids[0], skip_special_tokens=True).strip()[: cfg.max_chars])
@@ -98,7 +129,7 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, httpx.HTTPError | KeyError | IndexError | ValueError)  # network, or a garbled answer
 
 
-async def _endpoint_async(texts: list[str], cfg: SummarizeConfig) -> list[str | BaseException]:
+async def _endpoint_async(texts: list[str], cfg: SummarizeConfig, seconds: float) -> list[str | BaseException]:
     import httpx
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -136,42 +167,65 @@ async def _endpoint_async(texts: list[str], cfg: SummarizeConfig) -> list[str | 
         raise AssertionError("unreachable: tenacity returns or raises")
 
     async with httpx.AsyncClient(timeout=cfg.timeout, trust_env=False) as client:
-        return await asyncio.gather(*(one(client, t) for t in texts), return_exceptions=True)
+        tasks = [asyncio.create_task(one(client, t)) for t in texts]
+        if not tasks:
+            return []
+        _, late = await asyncio.wait(tasks, timeout=None if math.isinf(seconds) else max(seconds, 0))
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)  # cancelled before the client closes
+        return [SummaryLate() if task in late else task.exception() or task.result() for task in tasks]
 
 
-def endpoint_summaries(texts: list[str], cfg: SummarizeConfig) -> list[str | BaseException]:
-    """One summary per text from the chat endpoint; a failed text gets its exception instead."""
-    return asyncio.run(_endpoint_async(texts, cfg))
+def endpoint_summaries(texts: list[str], cfg: SummarizeConfig, deadline: float = math.inf
+                       ) -> list[str | BaseException]:
+    """One summary per text from the chat endpoint; a failed text gets its exception instead, one
+    not answered by ``deadline`` (``time.monotonic``) a ``SummaryLate``."""
+    return asyncio.run(_endpoint_async(texts, cfg, deadline - time.monotonic()))
 
 
 def summarize_stage(docs: list[DocumentNodes], settings: BuildSettings, run_id: str) -> list[dict]:
     """Set ``summary`` and ``text`` (title + summary) on each document row; returns problems."""
     cfg = settings.summarize
+    deadline = time.monotonic() + cfg.batch_timeout_s
     problems: list[dict] = []
     by_doc: dict[str, tuple[list[str], list]] = {}
     for d in docs:
         sentences = [s for s in d.subcomponents if s["kind"] == "sentence"]
         by_doc[d.document["id"]] = ([s["text"] for s in sentences], [s["vector"] for s in sentences])
     abstractive: dict[str, str] = {}
+    failed: dict[str, str] = {}  # documents whose abstractive summary failed: why
     with_text = [d for d in docs if by_doc[d.document["id"]][0]]
     if cfg.mode != "extractive" and with_text:
         full = [" ".join(by_doc[d.document["id"]][0]) for d in with_text]
         try:
-            results = seq2seq_summaries(full, cfg) if cfg.mode == "seq2seq" else endpoint_summaries(full, cfg)
+            results = (seq2seq_summaries(full, cfg, deadline=deadline) if cfg.mode == "seq2seq"
+                       else endpoint_summaries(full, cfg, deadline))
         except Exception as exc:
             results = [exc] * len(with_text)
         for d, res in zip(with_text, results, strict=True):
+            if isinstance(res, SummaryLate):
+                continue  # the lead text, below
             if isinstance(res, BaseException) or not res:
-                problems.append(error_row(run_id, d.document["url"], "summarize", f"{cfg.mode}_failed",
-                                          f"{res}; used the extractive summary instead", severity="warning",
-                                          document=d.document["id"]))
+                failed[d.document["id"]] = f"{res}"
             else:
                 abstractive[d.document["id"]] = res
     for d in docs:
-        sentences, vectors = by_doc[d.document["id"]]
-        summary = abstractive.get(d.document["id"])
+        doc_id = d.document["id"]
+        sentences, vectors = by_doc[doc_id]
+        summary = abstractive.get(doc_id)
         if summary is None and sentences:
-            summary = extractive_summary(sentences, np.stack(vectors), cfg)
+            late = time.monotonic() >= deadline
+            summary = lead_summary(sentences, cfg) if late else extractive_summary(sentences, np.stack(vectors), cfg)
+            if doc_id in failed:
+                problems.append(error_row(run_id, d.document["url"], "summarize", f"{cfg.mode}_failed",
+                                          f"{failed[doc_id]}; used the {'lead text' if late else 'extractive summary'}"
+                                          " instead", severity="warning", document=doc_id))
+            elif late:
+                problems.append(error_row(run_id, d.document["url"], "summarize", "summarize_timeout",
+                                          f"the batch's summaries ran past batch_timeout_s ({cfg.batch_timeout_s:g} s, "
+                                          "LAMINAE_SUMMARIZE__BATCH_TIMEOUT_S): its lead text is its summary",
+                                          severity="warning", document=doc_id))
         d.document["summary"] = summary
         title = d.document["title"] or ""
         d.document["text"] = f"{title}\n{summary}".strip() if summary else d.document["text"]

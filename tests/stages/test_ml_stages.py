@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import time
 from http.server import BaseHTTPRequestHandler
 
 import numpy as np
@@ -305,7 +306,7 @@ def test_seq2seq_summarizer_loads_a_tiny_local_model(tmp_path):
     import torch
     from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer
 
-    from laminae.tasks.nodes.summaries import seq2seq_summaries
+    from laminae.tasks.nodes.summaries import SummaryLate, seq2seq_summaries
     from tests.conftest import _byte_symbols
 
     specials = ["<s>", "<pad>", "</s>", "<unk>"]
@@ -326,5 +327,8 @@ def test_seq2seq_summarizer_loads_a_tiny_local_model(tmp_path):
     # the same generation (16 new tokens for both), cut at fewer characters: a prefix, from the cached model
     short = seq2seq_summaries(texts, SummarizeConfig(mode="seq2seq", model=str(tmp_path), max_chars=50))
     assert short == [whole[:50] for whole in out]
+    # past the batch's deadline no document is begun: each is late, for the stage to give its lead text
+    late = seq2seq_summaries(texts, SummarizeConfig(mode="seq2seq", model=str(tmp_path)), deadline=time.monotonic())
+    assert [type(s) for s in late] == [SummaryLate, SummaryLate]
     with pytest.raises(ValueError, match="summarize.model"):
         seq2seq_summaries(["x"], SummarizeConfig(mode="seq2seq"))
