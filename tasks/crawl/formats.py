@@ -129,6 +129,8 @@ def sniff_content_type(body: bytes, declared: str | None, url: str | None = None
                                           else "application/zip")
     if head.startswith(OLE_MAGIC) and said and said != EPUB_TYPE:
         return said  # a password-protected .docx is a compound file: its parser says encrypted_document
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text: its tags are read as characters
+        stripped = head[2:].decode("utf-16-le" if head[0] == 0xFF else "utf-16-be", "replace").encode("utf-8").lstrip()
     lowered = stripped[:512].lower()
     if lowered.startswith(b"<svg") or (lowered.startswith(b"<?xml") and b"<svg" in head.lower()):
         return "image/svg+xml"

@@ -105,17 +105,70 @@ def linearize_table(caption: str | None, header: list[str] | None, rows: list[li
     return "\n".join(lines)
 
 
-def decode_text(body: bytes, charset: str | None = None) -> tuple[str, str | None]:
-    """A text file's characters (Markdown, plain text, CSV): its byte-order mark, else the declared
-    charset, else UTF-8, else Windows-1252; and a warning when bytes had to be replaced."""
-    for bom, codec in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+# WHATWG's Encoding standard reads these labels as windows-1252 (browsers have since the 1990s:
+# pages labelled latin-1 use the 0x80-0x9F quotes and dashes), and a <meta> naming UTF-16 as UTF-8
+_WHATWG_LABELS = {"latin1": "cp1252", "latin-1": "cp1252", "iso-8859-1": "cp1252", "iso8859-1": "cp1252",
+                  "l1": "cp1252", "ascii": "cp1252", "us-ascii": "cp1252", "windows-1252": "cp1252",
+                  "x-user-defined": "cp1252"}
+
+
+def _codec(label: str | None, *, meta: bool = False) -> str | None:
+    """The Python codec of a declared charset label, or None for a label no codec reads."""
+    import codecs
+
+    label = (label or "").strip().strip("\"'").lower()
+    if not label:
+        return None
+    label = _WHATWG_LABELS.get(label, label)
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        return None
+    return "utf-8" if meta and name.startswith("utf-16") else name
+
+
+def decode_bytes(body: bytes, charset: str | None = None, *, html: bool = False) -> tuple[str, str | None, str]:
+    """A text's characters, decoded in WHATWG's order: its byte-order mark (UTF-8, UTF-16LE/BE);
+    else the charset declared (by HTTP, else for HTML by a ``<meta>`` or XML declaration near the
+    top), decoded with replacement characters, never second-guessed; else, with nothing declared,
+    UTF-8 when it is valid UTF-8, else detection (HTML: ``bs4``'s ``UnicodeDammit``) and
+    Windows-1252 last. Returns the text, a warning (``undecodable_bytes``) when bytes had to be
+    replaced, and the encoding used."""
+    for bom, codec in _BOMS:
         if body.startswith(bom):
-            return body[len(bom):].decode(codec, errors="replace"), None
-    for codec in dict.fromkeys(c for c in ((charset or "").lower() or None, "utf-8") if c):
-        try:
-            return body.decode(codec), None
-        except (UnicodeDecodeError, LookupError):
-            continue
-    text = body.decode("cp1252", errors="replace")
-    bad = text.count("\ufffd")
-    return text, (f"undecodable_bytes: {bad} bytes are not UTF-8 or Windows-1252; replaced" if bad else None)
+            return _decoded(body[len(bom):], codec, "its byte-order mark")
+    codec, how = _codec(charset), "the HTTP header"
+    if codec is None and html:
+        from bs4.dammit import EncodingDetector
+
+        codec, how = _codec(EncodingDetector.find_declared_encoding(body, is_html=True), meta=True), "the page"
+    if codec is not None:
+        return _decoded(body, codec, f"the charset {how} declares")
+    try:
+        return body.decode("utf-8"), None, "utf-8"
+    except UnicodeDecodeError:
+        pass
+    if html:
+        from bs4.dammit import UnicodeDammit
+
+        dammit = UnicodeDammit(body, is_html=True, exclude_encodings=["utf-8"])
+        if dammit.unicode_markup is not None and dammit.original_encoding:
+            return _decoded(body, dammit.original_encoding, "detection")
+    return _decoded(body, "cp1252", "UTF-8 nor")
+
+
+def _decoded(body: bytes, codec: str, how: str) -> tuple[str, str | None, str]:
+    text = body.decode(codec, errors="replace")
+    bad = text.count("\ufffd") - (body.count("\ufffd".encode()) if codec == "utf-8" else 0)  # one written as such
+    if bad <= 0:
+        return text, None, codec
+    said = "are not UTF-8 or Windows-1252" if how == "UTF-8 nor" else f"do not decode as {codec} ({how})"
+    return text, f"undecodable_bytes: {bad} bytes {said}; replaced", codec
+
+
+def decode_text(body: bytes, charset: str | None = None) -> tuple[str, str | None]:
+    """A text file's characters (Markdown, plain text, CSV) and a warning when bytes had to be
+    replaced (``decode_bytes``)."""
+    text, warning, _ = decode_bytes(body, charset)
+    return text, warning

@@ -11,10 +11,9 @@ import re
 from html.parser import HTMLParser
 
 import lxml.html
-from bs4.dammit import UnicodeDammit
 from lxml import etree
 
-from laminae.tasks.parse.document import ParseError
+from laminae.tasks.parse.document import ParseError, decode_bytes
 from laminae.tasks.parse.html.chrome import (
     BLOCK_TAGS,
     HEADINGS,
@@ -29,16 +28,9 @@ UNPARSABLE = "unparsable_html"  # the error row's reason for a page no tree can 
 
 
 def decode_html(body: bytes, charset: str | None = None) -> str:
-    """Decode page bytes: declared charset first, then meta/BOM sniffing, then guessing."""
-    if charset:
-        try:
-            return body.decode(charset)
-        except (LookupError, UnicodeDecodeError):
-            pass
-    dammit = UnicodeDammit(body, is_html=True)
-    if dammit.unicode_markup is None:
-        return body.decode("utf-8", errors="replace")
-    return dammit.unicode_markup
+    """A page's text: BOM, declared charset (HTTP, then ``<meta>``), then detection
+    (``decode_bytes``, which also says when bytes had to be replaced)."""
+    return decode_bytes(body, charset, html=True)[0]
 
 
 # The walk below recurses once or a few times per level of the tree (block -> dispatch -> block,
