@@ -13,8 +13,8 @@ from typing import NamedTuple
 from lxml import etree
 
 from laminae.tasks.config import OcrConfig, ParseConfig
-from laminae.tasks.crawl.links import MAX_URL_CHARS, page_base, resolve_href
-from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError
+from laminae.tasks.crawl.links import MAX_URL_CHARS, page_base, resolve_link
+from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError, decode_bytes
 from laminae.tasks.parse.html.chrome import (
     BLOCK_TAGS,
     HEADINGS,
@@ -30,7 +30,7 @@ from laminae.tasks.parse.html.lists import ListReader
 from laminae.tasks.parse.html.media import MediaReader, image_text_proxy
 from laminae.tasks.parse.html.tables import TableReader, line_table
 from laminae.tasks.parse.html.text import MAX_COMPONENT_CHARS, TextBuilder, prefixed, split_paragraph
-from laminae.tasks.parse.html.tree import UNPARSABLE, decode_html, page_tree
+from laminae.tasks.parse.html.tree import UNPARSABLE, page_tree
 
 CONTENT_ROOTS = (
     "//*[@id='mw-content-text']", "//main", "//*[@role='main']", "//article", "//*[@id='content']",
@@ -58,6 +58,7 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
         self.cfg = cfg
         self.root, self.warnings = page_tree(html)
         self.long_urls: dict[str, None] = {}  # href and src values over MAX_URL_CHARS, left out
+        self.bad_urls: dict[str, str] = {}  # href and src values that are no URL, left out: why
         base = self.root.find(".//base[@href]")
         self.base_url = url
         if base is not None and self._short(base.get("href")):
@@ -77,7 +78,12 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
         return [s.name for s in self.sections]
 
     def resolve(self, href: str | None) -> str | None:
-        return resolve_href(self.base_url, href) if self._short(href) else None
+        if not self._short(href):
+            return None
+        target, problem = resolve_link(self.base_url, href)
+        if problem:
+            self.bad_urls.setdefault(href, problem)
+        return target
 
     def _short(self, href: str | None) -> bool:
         if href is not None and len(href) > MAX_URL_CHARS:
@@ -339,6 +345,12 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
                 f"truncated_html: {n} address{'es' if n > 1 else ''} (href or src) longer than {MAX_URL_CHARS:,} "
                 f"characters {'were' if n > 1 else 'was'} left out, the page's text kept; the first is "
                 f"{len(first):,} characters long and starts {first[:80]!r}")
+        if self.bad_urls:
+            n, (first, why) = len(self.bad_urls), next(iter(self.bad_urls.items()))
+            page.warnings.append(
+                f"bad_url: {n} address{'es' if n > 1 else ''} (href or src) {'are' if n > 1 else 'is'} no usable "
+                f"URL and {'were' if n > 1 else 'was'} left out, the page's other links kept; the first, "
+                f"{first[:200]!r}, is {why}")
         if not self.components and table_of_contents(content):
             page.warnings.append("navigation_only: the page holds only a table of contents (a chapter's or a "
                                  "part's index page of a documentation site); nothing to index")
@@ -363,14 +375,17 @@ def parse_html(body: bytes, url: str, cfg: ParseConfig | None = None, charset: s
     cfg = cfg or ParseConfig()
     if not body.strip():
         raise ParseError("the page is empty", UNPARSABLE)
-    if b"\x00" in body[:4096]:
+    html, decoding, _ = decode_bytes(body, charset, html=True)
+    if "\x00" in html[:4096]:  # after decoding: a UTF-16 page's zero bytes are half its characters
         raise ParseError("binary content (NUL bytes) where HTML was expected", UNPARSABLE)
-    html = decode_html(body, charset)
     if html.count("\ufffd") > max(50, len(html) // 10):
         raise ParseError("the bytes do not decode as text in any likely encoding", UNPARSABLE)
     # lxml refuses str input that carries an encoding declaration
     html = re.sub(r"^\s*<\?xml[^>]*\?>", "", html)
-    return HtmlParser(html, url, cfg).parse()
+    page = HtmlParser(html, url, cfg).parse()
+    if decoding:
+        page.warnings.append(decoding)
+    return page
 
 
 def parse_document(body: bytes, url: str, cfg: ParseConfig, ocr: OcrConfig, charset: str | None) -> ParsedPage:
