@@ -23,16 +23,17 @@ import logging
 import mimetypes
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 from protego import Protego
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from laminae.schemas.ids import normalize_url
+from laminae.schemas.ids import canonical_url, normalize_url
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.files import (
     FileProblem,
@@ -60,7 +61,7 @@ from laminae.tasks.crawl.hosts import (
     plain_address,
     seed_scope,
 )
-from laminae.tasks.crawl.links import extract_links, extract_pdf_links
+from laminae.tasks.crawl.links import extract_links, extract_pdf_links, same_page_key
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.crawl.sitemaps import expand_sitemap
 from laminae.tasks.storage.rawstore import RawStore
@@ -101,6 +102,9 @@ class FetchResult:
     severity: str = "error"  # of the error: "warning" for a bound reached while listing a seed
     body: bytes | None = field(default=None, repr=False)  # a sitemap's or robots.txt's bytes, never stored
     truncated: bool = False  # a robots.txt cut at ROBOTS_MAX_BYTES (its other bodies fail too_large instead)
+    # an earlier page of this run with the same bytes at another spelling of this URL (``same_page_key``:
+    # ``//p.html``, ``/p.html/``, ``localhost`` for ``127.0.0.1``): this page is that page's document
+    same_as: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -209,8 +213,10 @@ class Crawler:
         seed_hosts: Iterable[str],
         *,
         transport: httpx.AsyncBaseTransport | None = None,
+        credentials: dict[str, tuple[str, str]] | None = None,
     ) -> None:
         self.cfg = cfg
+        self.credentials = credentials or {}  # origin → (user, password) a seed's URL held
         self.store = store
         seed_hosts = set(seed_hosts)
         self.roots = real_roots(seed_hosts)
@@ -389,6 +395,9 @@ class Crawler:
         read from the disk (``etag``: the size and mtime of the previous read). Kind ``robots``
         (a robots.txt) is not itself subject to robots.txt and is cut at its cap, not refused."""
         result = FetchResult(url=url, kind=kind)
+        if canonical_url(url) is None:
+            result.error, result.message = "bad_url", f"{url[:300]!r} is no usable http(s) or file URL; not fetched"
+            return result
         if is_file_url(url):
             await asyncio.to_thread(self._read_file, result, etag)
             return result
@@ -450,8 +459,8 @@ class Crawler:
         result.truncated = False
         max_bytes = self._max_bytes(result.kind)
         cut = result.kind == "robots"  # read up to the cap and keep that, instead of refusing the body
-        url = result.url
-        seen = {normalize_url(url)}
+        url = canonical_url(result.url) or result.url
+        seen = {url}
         for _hop in range(self.cfg.max_redirects + 1):
             if is_file_url(url):
                 raise _Failure("out_of_scope", f"{url} is a file; a web page never leads into the disk")
@@ -469,8 +478,11 @@ class Crawler:
             sem = self._host_sems.setdefault(host, asyncio.Semaphore(self.cfg.per_host_concurrency))
             async with self._global, sem:
                 await self._wait_turn(host, url)
+                parts = urlsplit(url)
+                auth = self.credentials.get(f"{parts.scheme}://{parts.netloc}")
                 try:
-                    async with self._client.stream("GET", url, headers=headers) as resp:
+                    async with self._client.stream("GET", url, headers=headers,
+                                                   auth=httpx.BasicAuth(*auth) if auth else None) as resp:
                         self._check_peer(url, resp)
                         status = resp.status_code
                         result.status = status
@@ -478,10 +490,17 @@ class Crawler:
                             location = resp.headers.get("location")
                             if not location:
                                 raise _Failure("bad_redirect", f"HTTP {status} without Location", status=status)
-                            target = urljoin(url, location.strip())
-                            if normalize_url(target) in seen:
+                            try:
+                                target = canonical_url(urljoin(url, location.strip()))
+                            except ValueError:
+                                target = None
+                            if target is None:
+                                raise _Failure("bad_redirect", f"HTTP {status} to {location[:300]!r}, which is no "
+                                               "usable http(s) URL (a bad port or host, a control character)",
+                                               status=status)
+                            if target in seen:
                                 raise _Failure("redirect_loop", f"redirect loop at {target}", status=status)
-                            seen.add(normalize_url(target))
+                            seen.add(target)
                             result.redirects.append(url)
                             url = target
                             continue
@@ -512,6 +531,8 @@ class Crawler:
                     raise _Failure("bad_encoding", f"undecodable transfer encoding: {exc}") from None
                 except httpx.HTTPError as exc:
                     raise _Failure("http_error", f"{type(exc).__name__}: {exc}") from None
+                except httpx.InvalidURL as exc:  # what canonical_url passed and httpx still refuses
+                    raise _Failure("bad_url", f"{url[:300]!r}: {exc}") from None
             result.final_url = url
             result.declared_type, result.charset = declared, charset
             result.size = len(body)
@@ -549,6 +570,39 @@ async def _read_body(resp: httpx.Response, max_bytes: int, *, cut: bool) -> tupl
     return b"".join(chunks), False
 
 
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def _as_done(items: Iterable[T], work: Callable[[T], Awaitable[R]], window: int
+                   ) -> AsyncIterator[tuple[int, R]]:
+    """``(position, await work(item))`` for each item as it is answered, with at most ``window`` of
+    them started and not yet answered: a crawl of 100,000 seeds holds a window of tasks, not
+    100,000 (the politeness semaphores bound the requests themselves), and a slow one holds up
+    no other."""
+    running: dict[asyncio.Future[R], int] = {}
+    left = enumerate(items)
+    try:
+        while True:
+            for pos, item in left:
+                running[asyncio.ensure_future(work(item))] = pos
+                if len(running) >= window:
+                    break
+            if not running:
+                return
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                yield running.pop(task), task.result()
+    finally:
+        for task in running:
+            task.cancel()
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 async def crawl_async(
     seeds: list[Seed],
     cfg: CrawlConfig,
@@ -565,45 +619,75 @@ async def crawl_async(
     Last-Modified); a 304 answer carries the previous raw key, type and final URL, and so does a
     page whose sitemap ``lastmod`` is no later than its previous ``fetched_at`` (not requested). A crawl of
     pages starts with fresh robots.txt answers, which the image fetches of its batches reuse.
+
+    A bad seed line (``Seed.error``) is an error result, reason ``bad_seed``, named by its file and
+    line. At most ``4 * total_concurrency`` requests are started ahead; ``on_result`` hears each
+    page as it is answered, and the results come in frontier order. A page whose bytes an earlier
+    page of the run has, under another spelling of its URL (``same_page_key``), is marked
+    ``same_as`` that page and its links are not followed again.
     """
     _ROBOTS.clear()
     previous = previous or {}
-    seed_hosts = {seed_scope(s.url) for s in seeds}
     results: list[FetchResult] = []
+
+    def emit(res: FetchResult) -> None:
+        results.append(res)
+        if on_result:
+            on_result(res)
+
+    for seed in seeds:
+        if seed.error:
+            emit(FetchResult(url=seed.url, error="bad_seed", message=seed.error))
+    seeds = [s for s in seeds if not s.error]
+    seed_hosts = {seed_scope(s.url) for s in seeds} - {""}
+    credentials = {_origin(s.url): s.auth for s in seeds if s.auth}
     seen: set[str] = set()
-    async with Crawler(cfg, store, seed_hosts, transport=transport) as crawler:
+    spellings: dict[str, dict[str, str]] = {}  # raw key → same_page_key → the first URL with those bytes
+    window = 4 * cfg.total_concurrency
+    async with Crawler(cfg, store, seed_hosts, transport=transport, credentials=credentials) as crawler:
         frontier, lastmods, listed = await _expand_seeds(seeds, crawler, seen)
         for res in listed:
-            results.append(res)
-            if on_result:
-                on_result(res)
+            emit(res)
 
-        async def fetch(url: str) -> FetchResult:
+        async def fetch(entry: tuple[str, dict]) -> FetchResult:
+            url = entry[0]
             before = previous.get(url)
             if _unchanged_since(lastmods.get(url), before):
                 return FetchResult(url=url, not_modified=True)  # the sitemap says so: not even asked
             return await crawler.fetch(url, etag=(before or {}).get("etag"),
                                        last_modified=(before or {}).get("last_modified"))
 
+        async def fetch_whole(entry: tuple[str, dict]) -> FetchResult:
+            res = await fetch(entry)
+            if res.not_modified and not _reuse_previous(res, previous.get(res.url), store):
+                res = await crawler.fetch(res.url)  # a 304 for a page whose bytes we lack: fetch it whole
+            if on_result:
+                on_result(res)
+            return res
+
         for depth in range(cfg.follow_links + 1):
-            fetched = await asyncio.gather(*(fetch(url) for url, _ in frontier))
+            level: list[FetchResult | None] = [None] * len(frontier)
+            async for pos, res in _as_done(frontier, fetch_whole, window):
+                level[pos] = res
             next_frontier: list[tuple[str, dict]] = []
-            for res, (_, annotations) in zip(fetched, frontier, strict=True):
+            for res, (_, annotations) in zip(level, frontier, strict=True):  # in frontier order: deterministic
+                assert res is not None
                 res.depth, res.annotations = depth, annotations
-                if res.not_modified and not _reuse_previous(res, previous.get(res.url), store):
-                    res = await crawler.fetch(res.url)  # a 304 for a page whose bytes we lack: fetch it whole
-                    res.depth, res.annotations = depth, annotations
+                if res.ok and res.raw_key:
+                    where = res.final_url or res.url
+                    first = spellings.setdefault(res.raw_key, {}).setdefault(same_page_key(where), where)
+                    res.same_as = first if first != where else None
                 results.append(res)
-                if on_result:
-                    on_result(res)
                 if res.final_url:
                     seen.add(normalize_url(res.final_url))
-                if (depth == cfg.follow_links or not res.ok or not res.raw_key
+                if (depth == cfg.follow_links or not res.ok or not res.raw_key or res.same_as
                         or (res.content_type not in HTML_TYPES and res.content_type != PDF_TYPE)):
                     continue
-                extract = extract_pdf_links if res.content_type == PDF_TYPE else extract_links
                 source = res.final_url or res.url
-                for link in extract(store.get(res.raw_key), source):
+                body = store.get(res.raw_key)
+                links = extract_pdf_links(body, source) if res.content_type == PDF_TYPE else \
+                    extract_links(body, source, res.charset)
+                for link in links:
                     key = normalize_url(link)
                     if key in seen or len(seen) >= cfg.max_pages:
                         continue
@@ -615,18 +699,13 @@ async def crawl_async(
                         next_frontier.append((link, {}))
                     elif refused.reason == "private_address":  # an allow-listed host: say why it is left
                         seen.add(key)
-                        skipped = FetchResult(url=link, error=refused.reason, message=refused.message,
-                                              severity="warning", depth=depth + 1)
-                        results.append(skipped)
-                        if on_result:
-                            on_result(skipped)
+                        emit(FetchResult(url=link, error=refused.reason, message=refused.message,
+                                         severity="warning", depth=depth + 1))
             frontier = next_frontier
             if not frontier:
                 break
         for problem in crawler.problems:
-            results.append(problem)
-            if on_result:
-                on_result(problem)
+            emit(problem)
     return results
 
 
@@ -712,10 +791,10 @@ async def _fetch_images_async(urls: list[str], cfg: CrawlConfig, store: RawStore
                 res = await crawler.fetch(url, kind=kind)
             return res
 
-        results = await asyncio.gather(*(fetch(u) for u in urls))
+        done = {pos: res async for pos, res in _as_done(urls, fetch, 4 * cfg.total_concurrency)}
     if problems is not None:
         problems.extend(crawler.problems)
-    return dict(zip(urls, results, strict=True))
+    return {url: done[pos] for pos, url in enumerate(urls)}
 
 
 def fetch_images(urls: Iterable[str], cfg: CrawlConfig, store: RawStore, seed_hosts: set[str], kind: str = "image",

@@ -11,7 +11,7 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
-from laminae.tasks.crawl.files import is_file_url, scope_of
+from laminae.tasks.crawl.files import FileProblem, is_file_url, scope_of
 
 
 def addresses_of(host: str) -> list[str]:
@@ -49,22 +49,33 @@ def is_private_host(host: str) -> bool:
 
 
 def host_of(url: str) -> str:
-    """``host`` or ``host:port`` of a URL, lowercased; an IPv6 host keeps its brackets."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    """``host`` or ``host:port`` of a URL, lowercased; an IPv6 host keeps its brackets; "" for
+    what has no usable host (``canonical_url`` refuses it: nothing is fetched from there)."""
+    try:
+        parts = urlsplit(url)
+        host, port = (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return ""
     if ":" in host:
         host = f"[{host}]"
-    return f"{host}:{parts.port}" if parts.port else host
+    return f"{host}:{port}" if port else host
 
 
 def bare_host(host: str) -> str:
     """The host name of a ``host_of`` string, its port and brackets removed."""
-    return (urlsplit("//" + host).hostname or "").lower()
+    try:
+        return (urlsplit("//" + host).hostname or "").lower()
+    except ValueError:
+        return ""
 
 
 def seed_scope(url: str) -> str:
-    """What a seed lets the crawl fetch: its host, or for a ``file://`` seed its folder's URL."""
-    return scope_of(url) if is_file_url(url) else host_of(url)
+    """What a seed lets the crawl fetch: its host, or for a ``file://`` seed its folder's URL; ""
+    for a seed that is no usable URL (a remembered bad line: the crawl reports it)."""
+    try:
+        return scope_of(url) if is_file_url(url) else host_of(url)
+    except (ValueError, FileProblem):
+        return ""
 
 
 def is_network(entry: str) -> bool:

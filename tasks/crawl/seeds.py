@@ -6,16 +6,27 @@ with a ``url`` field plus any annotations, which are kept on the document row (a
 or ``file://`` (an absolute local path: a folder, written with or without its final ``/``, or one
 file). A folder given instead of a seeds file is one seed: its ``file://`` URL, which the crawl
 lists (again at every refresh). Writes nothing.
+
+The file is UTF-8 (a byte-order mark is skipped) or UTF-16 with its byte-order mark; a file with NUL
+bytes and no such mark is no text and is refused whole (``SeedsError``), as is a file where no line
+is a usable seed. A line that is not (a bad URL, bad JSON, a control character) is one bad seed: a
+``Seed`` with ``error`` set, which the crawl reports as an error row (reason ``bad_seed``) naming
+the file and line, while the other lines are built. A URL's userinfo (``user:pass@``) is taken out
+of it (no table or answer ever shows it) and kept on the seed as ``auth``, sent only with requests
+to that seed's origin.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
+from laminae.schemas.ids import MAX_URL_CHARS, canonical_url
 from laminae.tasks.crawl.files import FileProblem, file_url, path_of
 
 SITEMAP_SUFFIXES = (".xml", ".xml.gz", ".txt", ".txt.gz")
@@ -38,6 +49,9 @@ class Seed:
     url: str
     annotations: dict = field(default_factory=dict, hash=False, compare=False)
     sitemap: bool | None = field(default=None, hash=False, compare=False)  # None: decided by the URL
+    # the userinfo the seed's URL held (user, password): sent to its origin only, never stored
+    auth: tuple[str, str] | None = field(default=None, hash=False, compare=False, repr=False)
+    error: str | None = field(default=None, hash=False, compare=False)  # a bad line: why (``url`` is file:line)
 
     @property
     def is_sitemap(self) -> bool:
@@ -50,54 +64,120 @@ class SeedsError(ValueError):
     """The seeds file cannot be used; the message says which line and how to fix it."""
 
 
-def _check_url(url: str, where: str) -> str:
-    """The seed URL, a ``file://`` one made canonical (a folder's ends with ``/``)."""
-    parts = urlsplit(url)
-    if parts.scheme == "file":
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _why_not(url: str) -> str:
+    """Why ``canonical_url`` refuses a URL, in words for the error row."""
+    if len(url) > MAX_URL_CHARS:
+        return f"is {len(url):,} characters long, more than the {MAX_URL_CHARS:,} a URL may have"
+    control = _CONTROL.search(url)
+    if control:
+        return f"holds a control character ({control.group()!r}) at column {control.start() + 1}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (it raises for a port that is not a number up to 65535)
+    except ValueError as exc:
+        return f"cannot be parsed ({exc})"
+    if parts.scheme.lower() not in ("http", "https", "file") or (parts.scheme.lower() != "file" and not parts.hostname):
+        return "is not an absolute http(s) or file URL"
+    return f"has a host that is no host name IDNA can encode ({parts.hostname!r})"
+
+
+def _check_url(url: str, where: str) -> tuple[str, tuple[str, str] | None]:
+    """The seed URL normalized (``canonical_url``; a ``file://`` one made canonical, a folder's
+    ending with ``/``) and the userinfo it held; SeedsError saying why for a URL that is none."""
+    parts = None
+    with contextlib.suppress(ValueError):
+        parts = urlsplit(url)
+    if parts is not None and parts.scheme.lower() == "file" and not _CONTROL.search(url):
         try:
             path = path_of(url)
         except FileProblem as problem:
             raise SeedsError(f"{where}: {problem.message}; write a local path as file:///absolute/folder/") from None
         path = Path(os.path.normpath(path))
-        return file_url(path, folder=parts.path.endswith("/") or path.is_dir())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SeedsError(f"{where}: {url!r} is not an absolute http(s) or file URL; write it as "
-                         "https://host/path or file:///absolute/folder/")
-    return url
+        return file_url(path, folder=parts.path.endswith("/") or path.is_dir()), None
+    target = canonical_url(url) if not _CONTROL.search(url) else None
+    if target is None:
+        raise SeedsError(f"{where}: {url[:200]!r} {_why_not(url)}; write it as https://host/path or "
+                         "file:///absolute/folder/")
+    auth = None
+    if parts is not None and (parts.username or parts.password):
+        auth = (unquote(parts.username or ""), unquote(parts.password or ""))
+    return target, auth
+
+
+def _lines(path: Path) -> list[str]:
+    """The lines of a seeds file: UTF-8 or, by its byte-order mark, UTF-16; SeedsError for one
+    with many NUL bytes and no mark (a binary file, or UTF-16 without its mark). Bytes that are not UTF-8 are left undecoded
+    (surrogate escapes): their lines are bad seeds, the others are read."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SeedsError(f"seeds file {path} cannot be read: {exc.strerror or exc}") from None
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            text = raw[len(bom):].decode(codec, errors="surrogateescape" if codec == "utf-8" else "replace")
+            break
+    else:
+        if raw.count(0) > len(raw) // 16:  # a NUL in a line is that line's problem; so many, the file's
+            raise SeedsError(f"seeds file {path} is not a text file (it holds {raw.count(0):,} NUL bytes and no "
+                             "UTF-16 byte-order mark); write one URL a line, as UTF-8")
+        text = raw.decode("utf-8", errors="surrogateescape")
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _seed(line: str, where: str) -> Seed:
+    """The seed one line of a seeds file names; SeedsError saying why for a bad one."""
+    if not line.isprintable() and (bad := next((c for c in line if 0xDC80 <= ord(c) <= 0xDCFF), None)):
+        raise SeedsError(f"{where}: byte {ord(bad) - 0xDC00:#04x} is not UTF-8; save the seeds file as UTF-8")
+    if not line.startswith("{"):
+        url, auth = _check_url(line, where)
+        return Seed(url, auth=auth)
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SeedsError(f"{where}: invalid JSON ({exc.msg}); one JSON object per line") from None
+    if not isinstance(record, dict):
+        raise SeedsError(f"{where}: a JSON seed is an object with a \"url\" field")
+    url = record.pop("url", None)
+    if not isinstance(url, str):
+        raise SeedsError(f'{where}: a JSON seed needs a "url" string field')
+    sitemap = record.pop("sitemap", None)
+    if sitemap is not None and not isinstance(sitemap, bool):
+        raise SeedsError(f'{where}: "sitemap" is true (expand the URL as a sitemap) or false, not {sitemap!r}')
+    url, auth = _check_url(url.strip(), where)
+    if sitemap and urlsplit(url).scheme not in ("http", "https"):
+        raise SeedsError(f"{where}: a sitemap seed is fetched over http(s); {url} is not")
+    return Seed(url, record, sitemap, auth)
 
 
 def read_seeds(path: str | Path) -> list[Seed]:
     """Seeds from ``path`` in file order, duplicates removed (first annotations win); a folder
-    ``path`` is one seed, the folder."""
+    ``path`` is one seed, the folder. A bad line is a seed with ``error`` (its ``url`` is
+    ``file:line``); SeedsError when the file is no text or no line is a usable seed."""
     path = Path(path)
     if path.is_dir():
         return [Seed(file_url(path.resolve(), folder=True))]
     if not path.is_file():
         raise SeedsError(f"seeds file {path} does not exist; pass --seeds with a file of URLs or a folder")
     seeds: dict[str, Seed] = {}
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
+    bad: list[Seed] = []
+    for lineno, raw in enumerate(_lines(path), 1):
+        line = raw.strip().removeprefix("\ufeff").strip()  # a BOM left by concatenating files
         if not line or line.startswith("#"):
             continue
         where = f"{path}:{lineno}"
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SeedsError(f"{where}: invalid JSON ({exc.msg}); one JSON object per line") from None
-            url = record.pop("url", None)
-            if not isinstance(url, str):
-                raise SeedsError(f'{where}: a JSON seed needs a "url" string field')
-            sitemap = record.pop("sitemap", None)
-            if sitemap is not None and not isinstance(sitemap, bool):
-                raise SeedsError(f'{where}: "sitemap" is true (expand the URL as a sitemap) or false, not {sitemap!r}')
-            url = _check_url(url.strip(), where)
-            if sitemap and urlsplit(url).scheme not in ("http", "https"):
-                raise SeedsError(f"{where}: a sitemap seed is fetched over http(s); {url} is not")
-            seed = Seed(url, record, sitemap)
-        else:
-            seed = Seed(_check_url(line, where))
+        try:
+            seed = _seed(line, where)
+        except SeedsError as problem:
+            bad.append(Seed(where, error=str(problem)))
+            continue
         seeds.setdefault(seed.url, seed)
     if not seeds:
+        if bad:
+            more = f" ({len(bad) - 1} more bad lines)" if len(bad) > 1 else ""
+            raise SeedsError(f"seeds file {path} holds no usable URL: {bad[0].error}{more}")
         raise SeedsError(f"seeds file {path} holds no URLs")
-    return list(seeds.values())
+    return list(seeds.values()) + bad

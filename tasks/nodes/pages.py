@@ -11,7 +11,7 @@ import logging
 from functools import lru_cache
 from urllib.parse import unquote, urlsplit
 
-from laminae.schemas.ids import document_id
+from laminae.schemas.ids import canonical_url, document_id
 from laminae.schemas.tables import duplicate_row, error_row, timeout_row
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, FetchResult
@@ -34,12 +34,18 @@ log = logging.getLogger("laminae.parse")
 
 
 def document_id_for(res: FetchResult, canonical: str | None) -> tuple[str, str | None]:
-    """The document id of a fetched page; a canonical URL on another host is not trusted."""
-    final = res.final_url or res.url
-    if canonical and urlsplit(canonical).hostname == urlsplit(final).hostname:
+    """The document id of a fetched page; a canonical URL on another host is not trusted. A page
+    fetched ``same_as`` an earlier one (its bytes under another spelling of that URL) is that page."""
+    final = res.same_as or res.final_url or res.url
+    if canonical and _host(canonical) == _host(final):
         return document_id(canonical), None
     warning = f"canonical_ignored: {canonical} is on another host than {final}" if canonical else None
     return document_id(final), warning
+
+
+def _host(url: str) -> str | None:
+    target = canonical_url(url)
+    return urlsplit(target).hostname if target else None
 
 
 def store_pdf_images(page, raw: RawStore) -> None:
