@@ -104,6 +104,19 @@ class ParseConfig(BaseModel):
                             "too_many_tables warning.")
     max_links: int = Field(10_000, ge=0, description="Distinct link targets a page records links_to edges to "
                            "(the first ones); links to the others are dropped with a too_many_links warning.")
+    # per-page budget: the most parsed on 3,582 real pages (Django's, PostgreSQL's, Maxima's and FLTK's
+    # documentation, wtq-dev, hybridqa-dev) were 6,252 components and 6,256 subcomponents (a 1.1 MB Doxygen
+    # source listing), and 92,722 characters of code (Django's QuerySet reference)
+    max_components: int = Field(20_000, ge=0, description="Components a page keeps, of every kind together (the "
+                                "first ones in document order, after the caps of each kind); the rest are dropped "
+                                "with a too_many_components warning.")
+    max_subcomponents: int = Field(50_000, ge=0, description="Subcomponents (sentences, runs of code lines, table "
+                                   "rows and headers) a page keeps (the first ones in document order); the rest are "
+                                   "dropped with a too_many_subcomponents warning, their components kept whole.")
+    max_code_lines_chars: int = Field(500_000, ge=0, description="Characters of a page's code (its code components "
+                                      "in document order) whose runs of lines are subcomponents of their own; code "
+                                      "past it (a log or data dump in a <pre>) is kept as its components alone, "
+                                      "with a code_lines_cut warning.")
     # deadlines: the slowest of 431 real Wikipedia pages (wtq-dev, hybridqa-dev) parsed in 0.57 s, real
     # PDFs in 8-24 ms a page (a scanned page's OCR about 2 s), find_tables about 3 ms a table
     timeout_s: float = Field(60.0, gt=0, description="Seconds a document's parse (HTML or PDF, its sentence "
@@ -278,6 +291,9 @@ class VideoConfig(BaseModel):
     # 720p video decodes in about 2,300 s at the rate above
     decode_timeout_max_s: float = Field(3600.0, gt=0, description="The decoding deadline never grows past this "
                                         "many seconds, whatever duration the video declares.")
+    max_decoded_frames: int = Field(100_000, ge=1, description="Frames a video's decoding reads at most "
+                                    "(whatever its frame rate); past it decoding stops with a warning row and the "
+                                    "keyframes chosen so far are kept.")
     sidecar_captions: bool = Field(True, description="For a video without a <track>, try the WebVTT (then SRT) "
                                    "file next to it (same name, .vtt/.srt); a missing one is no error.")
 
@@ -297,6 +313,9 @@ class SummarizeConfig(BaseModel):
     retries: int = Field(2, ge=0, le=10, description="endpoint: retries on transient errors.")
     concurrency: int = Field(4, ge=1, le=64, description="endpoint: requests in flight.")
     input_chars: int = Field(6000, ge=200, description="seq2seq/endpoint: document text sent, characters.")
+    batch_timeout_s: float = Field(600.0, gt=0, description="Seconds the summaries of one batch may take; the "
+                                   "documents not summarized by then keep their lead text as summary, with a "
+                                   "warning row each.")
 
 
 def _device(value: str) -> str:
@@ -350,6 +369,14 @@ class BuildSettings(BaseSettings):
                                  "first batch of a longer run has a quarter of them, so the pipeline fills sooner.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    max_delete_fraction: float = Field(
+        0.5, ge=0, le=1, description="A refresh that would delete more than this share of the index's documents "
+        "(and more than max_delete_count) deletes none of them and says so in a warning row; "
+        "--allow-mass-delete lets it through.",
+    )
+    max_delete_count: int = Field(
+        20, ge=0, description="Deletions a refresh may always make, whatever their share (see max_delete_fraction).",
+    )
     keep_manifests: int = Field(
         2, ge=1, le=1000, description="Table versions named by this many newest manifests are kept after a "
         "build or refresh (older ones and their files are deleted); a reader opened on an older manifest "

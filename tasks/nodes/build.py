@@ -4,9 +4,11 @@ Reads a ``ParsedPage`` and its fetch record; returns plain row dicts for the ``d
 ``components``, ``subcomponents`` and ``edges`` tables (vectors are added by the embed stage).
 Link targets get the id their URL maps to; the link-resolution stage later rewrites it through
 redirects and canonical URLs. A node links to a target once, with the number of its anchors
-there (``anchors``). A page's image, video and table components and its distinct link targets
-are capped (``ParseConfig.max_*``): what is over a cap is dropped, before any picture or video is
-fetched, and named in the page's warnings.
+there (``anchors``). A page's work is bounded (``ParseConfig.max_*``): its image, video and table
+components, its components of every kind together, its subcomponents, the characters of code split
+into runs of lines and its distinct link targets are capped, the first ones in document order kept;
+what is over a cap is dropped, before any picture or video is fetched, and named with its count in
+the page's warnings.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from laminae.schemas.ids import content_hash, document_id, edge_id, node_id, normalize_url
 from laminae.schemas.search_text import serialize_document
@@ -53,27 +56,119 @@ def lead_text(page: ParsedPage, limit: int) -> str:
 
 def cap_components(page: ParsedPage, cfg: ParseConfig) -> None:
     """Drop the image, video and table components of ``page`` past its ``max_images``,
-    ``max_videos`` and ``max_tables`` (the first ones in document order stay), each breach noted in
-    ``page.warnings`` (reason ``too_many_images``... with the count dropped)."""
+    ``max_videos`` and ``max_tables``, then all components past ``max_components`` (the first ones
+    in document order stay), each breach noted in ``page.warnings`` (reason ``too_many_images``...,
+    ``too_many_components``, with the count dropped)."""
     caps = {"image": cfg.max_images, "video": cfg.max_videos, "table": cfg.max_tables}
     counts = Counter(comp.kind for comp in page.components)
     over = {kind for kind, cap in caps.items() if counts[kind] > cap}
-    if not over:
-        return
-    seen: Counter[str] = Counter()
-    kept = []
-    for comp in page.components:
-        if comp.kind in over:
-            seen[comp.kind] += 1
-            if seen[comp.kind] > caps[comp.kind]:
-                continue
-        kept.append(comp)
-    page.components = kept
-    for kind in sorted(over):
+    if over:
+        seen: Counter[str] = Counter()
+        kept = []
+        for comp in page.components:
+            if comp.kind in over:
+                seen[comp.kind] += 1
+                if seen[comp.kind] > caps[comp.kind]:
+                    continue
+            kept.append(comp)
+        page.components = kept
+        for kind in sorted(over):
+            page.warnings.append(
+                f"too_many_{kind}s: {counts[kind] - caps[kind]} of the page's {counts[kind]} {kind} components were "
+                f"dropped, over the cap of {caps[kind]} a page (LAMINAE_PARSE__MAX_{kind.upper()}S); the first "
+                f"{caps[kind]} are kept")
+    total, cap = len(page.components), cfg.max_components
+    if total > cap:
+        page.components = page.components[:cap]
         page.warnings.append(
-            f"too_many_{kind}s: {counts[kind] - caps[kind]} of the page's {counts[kind]} {kind} components were "
-            f"dropped, over the cap of {caps[kind]} a page (LAMINAE_PARSE__MAX_{kind.upper()}S); the first "
-            f"{caps[kind]} are kept")
+            f"too_many_components: {total - cap} of the page's {total} components were dropped, over the cap of "
+            f"{cap} a page (LAMINAE_PARSE__MAX_COMPONENTS); the first {cap} are kept")
+
+
+class _Sub(NamedTuple):
+    """A subcomponent to be: its kind, ordinal, text and columns, and what picks its links: its
+    characters in the component (a sentence's, a run of lines') or its table row."""
+
+    kind: str
+    ordinal: int
+    text: str
+    columns: dict
+    span: tuple[int, int] | None = None
+    row: int | None = None
+
+
+class _Budget:
+    """What one page may still add: subcomponents (``max_subcomponents``) and characters of code
+    split into runs of lines (``max_code_lines_chars``), the first ones in document order; what
+    is past either is counted for the page's warnings."""
+
+    def __init__(self, cfg: ParseConfig) -> None:
+        self.cfg = cfg
+        self.subcomponents = 0
+        self.dropped = 0
+        self.code_chars = 0  # of the code components split into lines so far
+        self.code_full = False  # a code component went past max_code_lines_chars: the rest are not split
+        self.code_components = 0
+        self.code_cut: list[int] = []  # the characters of each code component left unsplit
+        self.runs_not_made = 0
+
+    def lines(self, text: str) -> list[tuple[int, int]]:
+        """The runs of lines of one code component, or none past ``max_code_lines_chars``."""
+        spans = split_code(text)
+        self.code_components += 1
+        if not self.code_full and self.code_chars + len(text) <= self.cfg.max_code_lines_chars:
+            self.code_chars += len(text)
+            return spans
+        self.code_full = True
+        self.code_cut.append(len(text))
+        self.runs_not_made += len(spans)
+        return []
+
+    def take(self, subs: list[_Sub]) -> list[_Sub]:
+        """The subcomponents of one component that fit in what is left of ``max_subcomponents``."""
+        room = max(self.cfg.max_subcomponents - self.subcomponents, 0)
+        self.dropped += max(len(subs) - room, 0)
+        subs = subs[:room]
+        self.subcomponents += len(subs)
+        return subs
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.code_cut:
+            cap = self.cfg.max_code_lines_chars
+            out.append(
+                f"code_lines_cut: {len(self.code_cut)} of the page's {self.code_components} code components "
+                f"({sum(self.code_cut)} characters) are not split into runs of lines ({self.runs_not_made} runs "
+                f"not made), past the cap of {cap} characters of code a page split so "
+                f"(LAMINAE_PARSE__MAX_CODE_LINES_CHARS); their code is kept and searched as whole components")
+        if self.dropped:
+            cap, total = self.cfg.max_subcomponents, self.subcomponents + self.dropped
+            out.append(
+                f"too_many_subcomponents: {self.dropped} of the page's {total} subcomponents (sentences, runs of "
+                f"code lines, table rows) were dropped, over the cap of {cap} a page "
+                f"(LAMINAE_PARSE__MAX_SUBCOMPONENTS); the first {cap} are kept, the components past them are "
+                "searched whole")
+        return out
+
+
+def _subcomponents(comp: Component, cfg: ParseConfig, budget: _Budget) -> list[_Sub]:
+    """A component's subcomponents to be: sentences of prose, runs of lines of code, a table's
+    heading and rows."""
+    if comp.kind == "paragraph":
+        return [_Sub("sentence", i, comp.text[s:e], {"char_start": s, "char_end": e}, span=(s, e))
+                for i, (s, e) in enumerate(split_sentences(comp.text, comp.segments, cfg.language))]
+    if comp.kind == "code":
+        return [_Sub("lines", i, comp.text[s:e], {"char_start": s, "char_end": e}, span=(s, e))
+                for i, (s, e) in enumerate(budget.lines(comp.text))]
+    if comp.kind != "table":
+        return []
+    subs = []
+    heading = table_heading(comp.header, comp.caption)
+    if heading:
+        subs.append(_Sub("header", -1, heading, {"header": comp.header}))
+    for seg in explode_table(comp.header, comp.rows or [], comp.table_kind, comp.caption):
+        subs.append(_Sub("row", seg.index, seg.text, {"header": seg.header, "cells": seg.cells}, row=seg.index))
+    return subs
 
 
 def document_row(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> dict:
@@ -171,12 +266,14 @@ class _EdgeMaker:
 
 def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> DocumentNodes:
     """Rows for one parsed page; ids are deterministic (see ``laminae.schemas.ids``). The page's
-    components are capped first (``cap_components``) and its links while edges are made: each cap
-    breached adds a warning to ``page.warnings`` and the document row."""
+    components are capped first (``cap_components``), its subcomponents, code lines and links while
+    nodes and edges are made (``_Budget``, ``_EdgeMaker``): each cap breached adds a warning to
+    ``page.warnings`` and the document row."""
     cap_components(page, cfg)
     out = DocumentNodes(document_row(page, doc_id, fetch, cfg))
     own = {normalize_url(u) for u in (fetch.url, fetch.final_url, page.canonical_url, *fetch.redirects) if u}
     edges = _EdgeMaker(doc_id, own, cfg.max_links)
+    budget = _Budget(cfg)
     comp_seen: Counter[tuple[str, str]] = Counter()
     sub_seen: Counter[tuple[str, str]] = Counter()
 
@@ -200,37 +297,20 @@ def build_nodes(page: ParsedPage, doc_id: str, fetch, cfg: ParseConfig) -> Docum
         edges.add("contains", doc_id, 0, cid)
         for link in comp.links:
             edges.link(cid, 1, link)
-        if comp.kind in ("paragraph", "code"):  # text spans: sentences of prose, runs of lines of code
-            kind, spans = (("sentence", split_sentences(comp.text, comp.segments, cfg.language))
-                           if comp.kind == "paragraph" else ("lines", split_code(comp.text)))
-            for i, (start, end) in enumerate(spans):
-                text = comp.text[start:end]
-                sid = sub_id(kind, text)
-                out.subcomponents.append(subcomponent_row(sid, doc_id, cid, kind, i, text,
-                                                          char_start=start, char_end=end))
-                edges.add("contains", cid, 1, sid)
-                for link in comp.links:
-                    if link.start < end and link.end > start:
-                        edges.link(sid, 2, link)
-        elif comp.kind == "table":
-            heading = table_heading(comp.header, comp.caption)
-            if heading:
-                hid = sub_id("header", heading)
-                out.subcomponents.append(subcomponent_row(hid, doc_id, cid, "header", -1, heading, header=comp.header))
-                edges.add("contains", cid, 1, hid)
-            for seg in explode_table(comp.header, comp.rows or [], comp.table_kind, comp.caption):
-                rid = sub_id("row", seg.text)
-                out.subcomponents.append(subcomponent_row(rid, doc_id, cid, "row", seg.index, seg.text,
-                                                  header=seg.header, cells=seg.cells))
-                edges.add("contains", cid, 1, rid)
-                for link in comp.links:
-                    if link.row == seg.index:
-                        edges.link(rid, 2, link)
+        for sub in budget.take(_subcomponents(comp, cfg, budget)):
+            sid = sub_id(sub.kind, sub.text)
+            out.subcomponents.append(subcomponent_row(sid, doc_id, cid, sub.kind, sub.ordinal, sub.text,
+                                                      **sub.columns))
+            edges.add("contains", cid, 1, sid)
+            for link in comp.links:
+                if (sub.span and link.start < sub.span[1] and link.end > sub.span[0]) or \
+                        (sub.row is not None and link.row == sub.row):
+                    edges.link(sid, 2, link)
     out.edges = edges.rows
-    dropped = edges.warning()
-    if dropped:
-        page.warnings.append(dropped)
-        out.document["warnings"].append(dropped)
+    for warning in [*budget.warnings(), edges.warning()]:
+        if warning:
+            page.warnings.append(warning)
+            out.document["warnings"].append(warning)
     serialize_document(out.document, out.components, out.subcomponents)
     out.document["n_components"] = len(out.components)
     out.document["n_subcomponents"] = len(out.subcomponents)
