@@ -65,6 +65,7 @@ class SeedsError(ValueError):
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_UNDECODED = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, kept by surrogateescape
 _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 
 
@@ -110,8 +111,9 @@ def _check_url(url: str, where: str) -> tuple[str, tuple[str, str] | None]:
 
 def _lines(path: Path) -> list[str]:
     """The lines of a seeds file: UTF-8 or, by its byte-order mark, UTF-16; SeedsError for one
-    with many NUL bytes and no mark (a binary file, or UTF-16 without its mark). Bytes that are not UTF-8 are left undecoded
-    (surrogate escapes): their lines are bad seeds, the others are read."""
+    with NUL bytes and no mark, where they are many or beside bytes that are not UTF-8 (a binary
+    file, UTF-16 without its mark). Bytes that are not UTF-8 are left undecoded (surrogate
+    escapes): their lines are bad seeds, the others are read."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -121,17 +123,20 @@ def _lines(path: Path) -> list[str]:
             text = raw[len(bom):].decode(codec, errors="surrogateescape" if codec == "utf-8" else "replace")
             break
     else:
-        if raw.count(0) > len(raw) // 16:  # a NUL in a line is that line's problem; so many, the file's
+        text = raw.decode("utf-8", errors="surrogateescape")
+        # a NUL in a line of UTF-8 text is that line's problem; many, or beside bytes that are not UTF-8, the file's
+        if b"\x00" in raw and (raw.count(0) > len(raw) // 16 or _UNDECODED.search(text)):
             raise SeedsError(f"seeds file {path} is not a text file (it holds {raw.count(0):,} NUL bytes and no "
                              "UTF-16 byte-order mark); write one URL a line, as UTF-8")
-        text = raw.decode("utf-8", errors="surrogateescape")
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def _seed(line: str, where: str) -> Seed:
     """The seed one line of a seeds file names; SeedsError saying why for a bad one."""
-    if not line.isprintable() and (bad := next((c for c in line if 0xDC80 <= ord(c) <= 0xDCFF), None)):
-        raise SeedsError(f"{where}: byte {ord(bad) - 0xDC00:#04x} is not UTF-8; save the seeds file as UTF-8")
+    undecoded = _UNDECODED.search(line)
+    if undecoded:
+        raise SeedsError(f"{where}: byte {ord(undecoded.group()) - 0xDC00:#04x} is not UTF-8; save the seeds file "
+                         "as UTF-8")
     if not line.startswith("{"):
         url, auth = _check_url(line, where)
         return Seed(url, auth=auth)
