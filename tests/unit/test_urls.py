@@ -157,3 +157,13 @@ def test_a_utf16_seeds_file_is_read_and_a_binary_one_refused(tmp_path):
     f.write_text("javascript:alert(1)\nhttp://a.test:99999/\n")
     with pytest.raises(SeedsError, match=r"no usable URL: .*:1: 'javascript:alert\(1\)'.* \(1 more bad lines\)"):
         read_seeds(f)
+
+
+def test_the_markdown_parser_warns_of_bad_links_and_keeps_the_others():
+    from laminae.tasks.config import OcrConfig, ParseConfig
+    from laminae.tasks.parse.markdown import parse_markdown
+
+    text = "# Tides\n\nSee [a bad port](http://h.test:99999/), [the café](café.md) and <a href='http://h.test:abc/'>x</a>.\n"
+    page = parse_markdown(text.encode(), "file:///site/readme.md", ParseConfig(), OcrConfig(), None)
+    assert [link.url for comp in page.components for link in comp.links] == ["file:///site/caf%C3%A9.md"]
+    assert any(w.startswith("bad_url: 2 link or image targets") for w in page.warnings)

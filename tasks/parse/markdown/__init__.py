@@ -30,7 +30,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.gfm_autolink import gfm_autolink_plugin
 
 from laminae.tasks.config import OcrConfig, ParseConfig
-from laminae.tasks.crawl.links import resolve_href
+from laminae.tasks.crawl.links import resolve_link
 from laminae.tasks.parse.document import (
     Component,
     Link,
@@ -85,9 +85,17 @@ class MarkdownReader(HtmlBlocks):
         self.first_h1: str | None = None
         self.note: str | None = None  # the label of the footnote whose first paragraph comes next
         self.warnings: list[str] = []
+        self.bad_urls: dict[str, str] = {}  # link and image targets that are no URL, left out: why
         self.meta: dict[str, str] = {}
         self.title: str | None = None
         self.lang: str | None = None
+
+    def resolve(self, href: str) -> str | None:
+        """A link's or image's target (``resolve_link``); one that is no URL is noted for the warning."""
+        target, problem = resolve_link(self.url, href)
+        if problem:
+            self.bad_urls.setdefault(href, problem)
+        return target
 
     def front_matter(self, source: str, syntax: str) -> bool:
         """Front matter's title and language the page's, the rest ``meta``; False when it is no
@@ -116,6 +124,11 @@ class MarkdownReader(HtmlBlocks):
         while i < len(tokens):
             i = self.block(tokens, i)
         self.close_bare()
+        if self.bad_urls:
+            n, (first, why) = len(self.bad_urls), next(iter(self.bad_urls.items()))
+            self.warnings.append(f"bad_url: {n} link or image target{'s' if n > 1 else ''} {'are' if n > 1 else 'is'} "
+                                 f"no usable URL and {'were' if n > 1 else 'was'} left out, the other links kept; the "
+                                 f"first, {first[:200]!r}, is {why}")
         title = self.title or self.first_h1 or file_name(self.url)
         for comp in self.components:
             if comp.kind in ("image", "video"):
@@ -325,7 +338,7 @@ class MarkdownReader(HtmlBlocks):
             elif kind in ("softbreak", "hardbreak"):
                 tb.space()
             elif kind == "link_open":
-                opened.append((resolve_href(self.url, str(child.attrs.get("href") or "")), tb.length))
+                opened.append((self.resolve(str(child.attrs.get("href") or "")), tb.length))
             elif kind == "link_close" and opened:
                 target, start = opened.pop()
                 if target:
@@ -347,7 +360,7 @@ class MarkdownReader(HtmlBlocks):
                 elif tag.startswith("<br"):
                     tb.space()
                 elif tag.startswith("<a ") or tag == "<a\n":  # an HTML link inside Markdown text
-                    opened.append((resolve_href(self.url, _attributes(child.content).get("href", "")), tb.length))
+                    opened.append((self.resolve(_attributes(child.content).get("href", "")), tb.length))
                 elif tag.startswith("</a") and opened:
                     target, start = opened.pop()
                     if target:
@@ -359,7 +372,7 @@ class MarkdownReader(HtmlBlocks):
         """An image component: its URL resolved (a ``data:`` image's bytes kept), alt text, its
         title as caption and the link around it."""
         data, mime = _data_image(src)
-        url = None if data is not None else resolve_href(self.url, src)
+        url = None if data is not None else self.resolve(src)
         if url is None and data is None:
             return None
         links = [Link(around, alt.strip())] if around and around != url else []

@@ -60,11 +60,9 @@ def file_title(url: str) -> str:
 
 def link_to(base_url: str, href: str | None, anchor: str, start: int, end: int) -> Link | None:
     """A link of ``anchor`` at [start, end) to ``href`` resolved against the document's URL; None for
-    one that does not navigate (an anchor in the document, mailto:, a malformed URL)."""
-    try:
-        target = resolve_href(base_url, href)
-    except ValueError:  # urllib refuses some malformed URLs (an unclosed IPv6 bracket)
-        return None
+    one that does not navigate (an anchor in the document, mailto:, a malformed URL: ``resolve_href``
+    never raises)."""
+    target = resolve_href(base_url, href)
     return Link(target, anchor, start, end) if target else None
 
 
