@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
-from laminae.tasks.crawl.links import resolve_href
+from laminae.tasks.crawl.links import resolve_link
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -163,9 +163,12 @@ async def expand_sitemap(url: str, crawler: SitemapFetcher, limit: int) -> Sitem
         elif not pages and not subs:
             listing.problems.append(SitemapProblem(current, "empty", f"sitemap {current} lists no URLs", "warning"))
         off_scope: list[str] = []
+        unusable: list[str] = []  # <loc>s that are no URL (a bad port, a control character)
         for loc, lastmod in pages:
-            target = resolve_href(current, loc)
-            if not target or not await crawler.may_follow(target):
+            target, problem = resolve_link(current, loc)
+            if problem:
+                unusable.append(loc)
+            elif not target or not await crawler.may_follow(target):
                 off_scope.append(loc)
             elif len(listing.pages) >= limit and target not in listing.pages:
                 listing.problems.append(SitemapProblem(
@@ -176,9 +179,11 @@ async def expand_sitemap(url: str, crawler: SitemapFetcher, limit: int) -> Sitem
             else:
                 listing.pages.setdefault(target, lastmod)
         for loc in [] if full else subs:
-            target = resolve_href(current, loc)
+            target, problem = resolve_link(current, loc)
             key = normalize_url(target) if target else ""
-            if target and key in chain:
+            if problem:
+                unusable.append(loc)
+            elif target and key in chain:
                 listing.problems.append(SitemapProblem(
                     current, "loop", f"sitemap {current} lists {target}, which is itself or an index above it; "
                     "not fetched again", "warning"))
@@ -193,6 +198,10 @@ async def expand_sitemap(url: str, crawler: SitemapFetcher, limit: int) -> Sitem
             else:
                 queued.add(key)
                 queue.append((target, depth + 1, (*chain, key)))
+        if unusable:
+            listing.problems.append(SitemapProblem(
+                current, "bad_url", f"sitemap {current} lists {len(unusable)} URLs that are no usable URL (a bad port "
+                f"or host, a control character), skipped (first: {unusable[0][:200]!r})", "warning"))
         if off_scope:
             listing.problems.append(SitemapProblem(
                 current, "out_of_scope", f"sitemap {current} lists {len(off_scope)} URLs off the seed and "

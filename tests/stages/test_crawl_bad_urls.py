@@ -101,3 +101,33 @@ def test_a_crawl_holds_a_window_of_requests_not_one_task_per_seed(tmp_path):
                                       on_result=count))
     assert [r.url for r in results] == [s.url for s in seeds] and all(r.ok for r in results)
     assert 1 < most <= 4 * 4 + 1  # the window (4 x total_concurrency) and the crawl's own task
+
+
+def test_a_sitemap_loc_that_is_no_url_is_one_warning_and_the_rest_is_fetched(server, tmp_path):
+    from tests.stages.test_sitemaps import XML, urlset
+
+    server.routes["/sitemap.xml"] = Route(body=urlset(server.url("/p1"), "http://127.0.0.1:99999/x",
+                                                      server.url("/p2")), content_type=XML)
+    server.routes["/p1"] = Route(body=page("P1", "<p>one</p>"))
+    server.routes["/p2"] = Route(body=page("P2", "<p>two</p>"))
+    results = crawl([Seed(server.url("/sitemap.xml"))], fast(), RawStore(tmp_path))
+    assert {r.url for r in results if r.kind == "page" and r.ok} == {server.url("/p1"), server.url("/p2")}
+    rows = {(r["url"], r["reason"]): r for r in crawl_errors(results, "run")}
+    assert set(rows) == {(server.url("/sitemap.xml"), "bad_url")}
+    assert "99999" in rows[server.url("/sitemap.xml"), "bad_url"]["message"]
+
+
+def test_files_named_by_bytes_that_are_no_utf8_are_two_documents(tmp_path):
+    from laminae.schemas.ids import document_id
+    from laminae.tasks.crawl.seeds import read_seeds
+
+    site = tmp_path / "site"
+    site.mkdir()
+    for byte in (b"\xff", b"\xfe"):
+        path = bytes(site) + b"/bad" + byte + b".html"
+        with open(path, "wb") as f:
+            f.write(page("Bad", f"<p>the file named by byte {byte.hex()}</p>"))
+    results = crawl(read_seeds(site), fast(), RawStore(tmp_path / "index"))
+    urls = sorted(r.url for r in results if r.ok)
+    assert urls == [site.as_uri() + "/bad%FE.html", site.as_uri() + "/bad%FF.html"]
+    assert len({document_id(u) for u in urls}) == 2
