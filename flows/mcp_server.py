@@ -14,24 +14,30 @@ answered with a tool error (its thread goes on until the read returns: threads c
 the fixed set bounds how many such reads run). Over HTTP, an address beyond loopback needs
 ``--allow-remote`` and a bearer token (``LAMINAE_MCP_TOKEN`` or ``--token-file``), checked on
 every request (``BearerToken``); the SDK's Host/Origin check (DNS rebinding) is set for the bound
-address (``transport_security``).
+address (``transport_security``). Slow and abandoned clients cannot hold the HTTP server: request
+heads, stalled bodies and unread responses time out, connections are capped below the descriptor
+limit (``flows.mcp_http``, settings ``HttpLimits``), and the streamable HTTP transport is stateless,
+so no session outlives its request. A stdio server stopped by SIGTERM or SIGHUP removes its reader
+pin before it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hmac
 import ipaddress
 import json
 import logging
 import os
 import queue
+import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeVar
@@ -59,6 +65,18 @@ DEFAULT_DEADLINE = 30.0  # seconds; the slowest allowed call on the demo index t
 DEFAULT_WORKERS = 4  # reads running at once, abandoned ones included
 MAX_WAITING = 64  # calls waiting for a free worker; more are refused at once as busy
 DEADLINE_ENV, WORKERS_ENV, TOKEN_ENV = "LAMINAE_MCP_DEADLINE", "LAMINAE_MCP_WORKERS", "LAMINAE_MCP_TOKEN"
+# the HTTP server's hold on connections (flows/mcp_http.py), nginx's defaults where it has one
+HEADER_TIMEOUT_ENV = "LAMINAE_MCP_HEADER_TIMEOUT"  # nginx client_header_timeout 60s
+IO_TIMEOUT_ENV = "LAMINAE_MCP_IO_TIMEOUT"  # nginx client_body_timeout and send_timeout 60s
+KEEPALIVE_TIMEOUT_ENV = "LAMINAE_MCP_KEEPALIVE_TIMEOUT"  # uvicorn's 5 s (nginx keepalive_timeout 75s)
+MAX_CONNECTIONS_ENV = "LAMINAE_MCP_MAX_CONNECTIONS"  # nginx worker_connections 512
+DEFAULT_HEADER_TIMEOUT = DEFAULT_IO_TIMEOUT = 60.0
+DEFAULT_KEEPALIVE_TIMEOUT = 5.0
+DEFAULT_MAX_CONNECTIONS = 512
+FD_RESERVE = 128  # descriptors kept for the index's files, the model and the threads, beside connections
+MAX_BACKLOG = 2048  # uvicorn's listen backlog
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+GRACEFUL_SHUTDOWN_S = 10  # calls still running at a stop are cancelled after this long
 MIN_TOKEN_CHARS = 16
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 INSTRUCTIONS = (
@@ -419,13 +437,77 @@ def is_loopback(host: str) -> bool:
 
 
 @dataclass(frozen=True)
+class HttpLimits:
+    """How long an HTTP client may take and how many connections it may hold (``flows.mcp_http``)."""
+
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    io_timeout: float = DEFAULT_IO_TIMEOUT
+    keepalive_timeout: float = DEFAULT_KEEPALIVE_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    backlog: int = MAX_BACKLOG  # the listen queue, and the most connections asyncio accepts in one go
+
+
+def descriptor_limit() -> int | None:
+    """This process's soft limit on open file descriptors (None: unlimited or unknown)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def http_limits(environ: Mapping[str, str] = os.environ, fd_limit: int | None = None) -> HttpLimits:
+    """The HTTP server's limits from ``$LAMINAE_MCP_HEADER_TIMEOUT``, ``_IO_TIMEOUT``,
+    ``_KEEPALIVE_TIMEOUT`` and ``_MAX_CONNECTIONS``, else the defaults.
+
+    Connections must never take the last descriptors (``fd_limit``, default this process's soft
+    limit): ``FD_RESERVE`` stay for the index, and asyncio accepts up to the listen backlog of
+    sockets at once before any is counted, so the cap plus twice the backlog (a burst, and as many
+    connections closed to make room but not yet released) fit in what is left. A default cap is
+    lowered to half of that room, the backlog to what the cap leaves; a cap set too high is an
+    ``McpConfigError`` naming ``ulimit -n``."""
+    def pick(env: str, default: float, kind: type, lo: float, hi: float) -> Any:
+        raw = environ.get(env, "").strip()
+        if not raw:
+            return default
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise McpConfigError(f"${env}={raw!r} is not {'a whole' if kind is int else 'a'} number: "
+                                 f"set it to {lo:g} to {hi:g}") from None
+        if not lo <= value <= hi:
+            raise McpConfigError(f"${env}={raw} is out of range: use {lo:g} to {hi:g}")
+        return value
+
+    limit = descriptor_limit() if fd_limit is None else fd_limit
+    room = None if limit is None else limit - FD_RESERVE
+    if room is not None and room < 16:
+        raise McpConfigError(f"this process may open only {limit} files: raise the limit (ulimit -n 1024) to "
+                             "serve over HTTP")
+    default = DEFAULT_MAX_CONNECTIONS if room is None else min(DEFAULT_MAX_CONNECTIONS, room // 2)
+    connections = pick(MAX_CONNECTIONS_ENV, default, int, 1, 1_000_000)
+    if room is not None and connections > room - 32:
+        raise McpConfigError(f"${MAX_CONNECTIONS_ENV}={connections} leaves too few of this process's {limit} file "
+                             f"descriptors for the index and for accepting: set it to {room // 2} or less, or "
+                             f"raise the limit (ulimit -n {2 * connections + FD_RESERVE})")
+    backlog = MAX_BACKLOG if room is None else min(MAX_BACKLOG, (room - connections) // 2)
+    return HttpLimits(header_timeout=pick(HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT, float, 0.1, 3600),
+                      io_timeout=pick(IO_TIMEOUT_ENV, DEFAULT_IO_TIMEOUT, float, 0.1, 3600),
+                      keepalive_timeout=pick(KEEPALIVE_TIMEOUT_ENV, DEFAULT_KEEPALIVE_TIMEOUT, float, 0.1, 3600),
+                      max_connections=connections, backlog=backlog)
+
+
+@dataclass(frozen=True)
 class Access:
-    """Who may reach an HTTP server: where it listens, the bearer token, the Host names it answers."""
+    """Who may reach an HTTP server: where it listens, the bearer token, the Host names it answers,
+    and how long a client may hold it."""
 
     host: str
     port: int
     token: str | None
     allowed_hosts: tuple[str, ...]
+    limits: HttpLimits = field(default_factory=HttpLimits)
 
     @property
     def remote(self) -> bool:
@@ -447,7 +529,7 @@ def check_access(http: str | None, allow_remote: bool = False, token_file: str |
         return None
     host, port = parse_http(http)
     token = _token(token_file, environ)
-    access = Access(host, port, token, tuple(allowed_hosts))
+    access = Access(host, port, token, tuple(allowed_hosts), http_limits(environ))
     if access.remote and not allow_remote:
         raise McpConfigError(f"--http {http} serves the index beyond this machine: add --allow-remote and a bearer "
                              f"token (${TOKEN_ENV} or --token-file PATH), or bind 127.0.0.1")
@@ -505,9 +587,14 @@ def transport_security(access: Access) -> TransportSecuritySettings:
 
 class BearerToken:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, compared
-    in constant time; others get 401 with ``WWW-Authenticate: Bearer``. Not the SDK's
-    ``TokenVerifier`` and ``AuthSettings``: those serve OAuth (an issuer URL is required) and guard
-    only the ``/mcp`` route; this is one shared secret on every path."""
+    in constant time; others get 401 with ``WWW-Authenticate: Bearer`` and the connection is
+    closed. Not the SDK's ``TokenVerifier`` and ``AuthSettings``: those serve OAuth (an issuer URL
+    is required) and guard only the ``/mcp`` route; this is one shared secret on every path.
+
+    The token is checked as soon as the request head is whole (the earliest HTTP allows: the
+    token is in the head), before any of the body is read; a client that never finishes its head
+    is closed by the header timeout (``flows.mcp_http``), so holding the server needs no token
+    but cannot last."""
 
     def __init__(self, app: Callable, token: str) -> None:
         self.app = app
@@ -530,8 +617,22 @@ class BearerToken:
                            "error_description": "this server needs Authorization: Bearer <its token>"}).encode()
         await send({"type": "http.response.start", "status": 401,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"www-authenticate", challenge.encode())]})
+                                (b"www-authenticate", challenge.encode()), (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+class OneLineDisconnects(logging.Filter):
+    """The SDK logs a client that disconnects before its request body is whole (one cut by the body
+    timeout, or one that went away) as an error with a traceback: one line at INFO instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from starlette.requests import ClientDisconnect
+
+        if record.exc_info and isinstance(record.exc_info[1], ClientDisconnect):
+            record.msg, record.args = "a client disconnected before its request body was whole", ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
 
 
 class OnShutdown:
@@ -558,11 +659,41 @@ def serve(index: str, access: Access | None = None, version: int | None = None, 
     """Serve ``index`` over stdio (``access`` None), or streamable HTTP at ``access.host``,
     ``access.port`` (path ``/mcp``), every request checked against its token if it has one; each
     call reads on one of ``workers`` threads and is answered within ``deadline`` seconds."""
-    pinned = Pinned(index, version, Reads(workers, deadline))
+    with _signals_held():  # a stop between the pin's creation and its handler would leave the pin
+        pinned = Pinned(index, version, Reads(workers, deadline))
+        _stop_on_signals(pinned)
     try:
         _run(build_server(pinned, warm), pinned, access, deadline, workers)
     finally:
         pinned.close()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """``STOP_SIGNALS`` held back (delivered on leaving) in this thread and the threads it starts."""
+    held = set(STOP_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def _stop_on_signals(pinned: Pinned) -> None:
+    """SIGTERM and SIGHUP (a client or a supervisor stopping a stdio server) remove the reader pin,
+    then end the process as the signal does by default. Without this the default action ends the
+    process at once and the pin outlives it by its time to live (``laminae.pins``), keeping the
+    manifest's table versions from cleanups for as long. A signal that is ignored (``nohup``) stays
+    ignored. Over HTTP uvicorn takes SIGTERM over once it runs (the pin goes at the app's shutdown,
+    ``OnShutdown``) and raises it again here when it has stopped."""
+    def stop(signum: int, _frame: Any) -> None:
+        pinned.close()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, stop)
 
 
 def _run(server: MCPServer, pinned: Pinned, access: Access | None, deadline: float, workers: int) -> None:
@@ -571,22 +702,35 @@ def _run(server: MCPServer, pinned: Pinned, access: Access | None, deadline: flo
         return
     import uvicorn
 
+    from laminae.flows.mcp_http import protocol_class
+
     index = pinned.root
     url = f"http://{f'[{access.host}]' if ':' in access.host else access.host}:{access.port}/mcp"
     if access.remote:
         print(f"warning: serving {index} to the network at {url}: every request must carry the bearer token, which "
               "plain HTTP sends in clear (put a TLS proxy in front beyond a trusted network); Host names answered: "
               f"{', '.join(host_names(access))} (more with --allowed-host)", file=sys.stderr)
+    held = access.limits
     print(f"serving {index} over MCP at {url} (deadline {deadline:g} s, {workers} workers"
-          f"{', bearer token required' if access.token else ''}); Ctrl-C stops", file=sys.stderr)
+          f"{', bearer token required' if access.token else ''}; at most {held.max_connections} connections, "
+          f"request heads within {held.header_timeout:g} s, stalled bodies and responses dropped after "
+          f"{held.io_timeout:g} s, idle connections after {held.keepalive_timeout:g} s); Ctrl-C stops", file=sys.stderr)
 
-    app = server.streamable_http_app(host=access.host, transport_security=transport_security(access))
+    # stateless: every request stands alone, so a client that opens sessions and vanishes leaves
+    # nothing behind (the SDK's sessions would stay 30 minutes each, 10,000 of them refusing every
+    # new client); no tool keeps state per client, and use_latest moves the whole server
+    app = server.streamable_http_app(host=access.host, transport_security=transport_security(access),
+                                     stateless_http=True)
     if access.token is not None:
         app = BearerToken(app, access.token)
+    logging.getLogger("mcp.server.streamable_http").addFilter(OneLineDisconnects())
     # uvicorn ends a server stopped by a signal by raising the signal again once it has shut down,
     # so the process ends before a `finally` of ours: the pin is removed at the app's shutdown
     app = OnShutdown(app, pinned.close)
-    config = uvicorn.Config(app, host=access.host, port=access.port, log_level=server.settings.log_level.lower())
+    config = uvicorn.Config(app, host=access.host, port=access.port, log_level=server.settings.log_level.lower(),
+                            http=protocol_class(held.header_timeout, held.io_timeout, held.max_connections),
+                            ws="none", timeout_keep_alive=held.keepalive_timeout, backlog=held.backlog,
+                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     anyio.run(uvicorn.Server(config).serve)
 
 

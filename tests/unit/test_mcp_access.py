@@ -22,6 +22,7 @@ from laminae.flows.mcp_server import (  # noqa: E402
     Reads,
     check_access,
     host_names,
+    http_limits,
     is_loopback,
     limits,
     parse_http,
@@ -150,3 +151,24 @@ def test_reads_refuses_past_its_queue():
 
 def _fail() -> None:
     raise ToolError("kaput")
+
+
+def test_http_limits_default_to_nginx_and_fit_the_descriptor_limit():
+    limits = http_limits(environ={}, fd_limit=65536)
+    assert (limits.header_timeout, limits.io_timeout, limits.keepalive_timeout) == (60, 60, 5)
+    assert limits.max_connections == 512 and limits.backlog == 2048
+    small = http_limits(environ={}, fd_limit=1024)  # the cap and an accept burst stay under the limit
+    assert small.max_connections == 448 and small.max_connections + 2 * small.backlog + 128 <= 1024
+    assert check_access("127.0.0.1:8000", environ={}).limits.max_connections <= 512
+    env = {"LAMINAE_MCP_HEADER_TIMEOUT": "2.5", "LAMINAE_MCP_IO_TIMEOUT": "7", "LAMINAE_MCP_KEEPALIVE_TIMEOUT": "1",
+           "LAMINAE_MCP_MAX_CONNECTIONS": "100"}
+    set_ = check_access("127.0.0.1:8000", environ=env).limits
+    assert (set_.header_timeout, set_.io_timeout, set_.keepalive_timeout, set_.max_connections) == (2.5, 7, 1, 100)
+    for environ, says in [({"LAMINAE_MCP_HEADER_TIMEOUT": "soon"}, "is not a number"),
+                          ({"LAMINAE_MCP_IO_TIMEOUT": "0"}, "out of range"),
+                          ({"LAMINAE_MCP_MAX_CONNECTIONS": "2.5"}, "is not a whole number"),
+                          ({"LAMINAE_MCP_MAX_CONNECTIONS": "1000"}, r"set it to 448 or less.*ulimit -n 2128")]:
+        with pytest.raises(McpConfigError, match=says):
+            http_limits(environ, fd_limit=1024)
+    with pytest.raises(McpConfigError, match="raise the limit"):
+        http_limits({}, fd_limit=100)
