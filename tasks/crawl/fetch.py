@@ -62,7 +62,7 @@ from laminae.tasks.crawl.hosts import (
     seed_scope,
 )
 from laminae.tasks.crawl.links import extract_links, extract_pdf_links, same_page_key
-from laminae.tasks.crawl.seeds import Seed
+from laminae.tasks.crawl.seeds import Seed, without_userinfo
 from laminae.tasks.crawl.sitemaps import expand_sitemap
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -638,7 +638,7 @@ async def crawl_async(
     for seed in seeds:
         if seed.error:
             emit(FetchResult(url=seed.url, error="bad_seed", message=seed.error))
-    seeds = [s for s in seeds if not s.error]
+    seeds = [without_userinfo(s) for s in seeds if not s.error]
     seed_hosts = {seed_scope(s.url) for s in seeds} - {""}
     credentials = {_origin(s.url): s.auth for s in seeds if s.auth}
     seen: set[str] = set()

@@ -109,6 +109,20 @@ def _check_url(url: str, where: str) -> tuple[str, tuple[str, str] | None]:
     return target, auth
 
 
+def without_userinfo(seed: Seed) -> Seed:
+    """A seed whose URL still holds userinfo (one remembered by an index built before seeds lost
+    it) as ``read_seeds`` makes it: the URL normalized without it, the userinfo as ``auth``."""
+    try:
+        parts = urlsplit(seed.url)
+        secret = parts.username is not None or parts.password is not None
+    except ValueError:
+        return seed
+    url = canonical_url(seed.url) if secret else None
+    if url is None:
+        return seed
+    return Seed(url, seed.annotations, seed.sitemap, (unquote(parts.username or ""), unquote(parts.password or "")))
+
+
 def _lines(path: Path) -> list[str]:
     """The lines of a seeds file: UTF-8 or, by its byte-order mark, UTF-16; SeedsError for one
     with NUL bytes and no mark, where they are many or beside bytes that are not UTF-8 (a binary

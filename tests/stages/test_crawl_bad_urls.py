@@ -131,3 +131,22 @@ def test_files_named_by_bytes_that_are_no_utf8_are_two_documents(tmp_path):
     urls = sorted(r.url for r in results if r.ok)
     assert urls == [site.as_uri() + "/bad%FE.html", site.as_uri() + "/bad%FF.html"]
     assert len({document_id(u) for u in urls}) == 2
+
+
+def test_a_remembered_seed_with_userinfo_is_fetched_with_it_and_stored_without(server, tmp_path):
+    heard: list[str | None] = []
+
+    def private(handler: BaseHTTPRequestHandler) -> None:
+        heard.append(handler.headers.get("Authorization"))
+        body = page("Private", "<p>behind a password</p>")
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    server.routes["/in"] = private
+    remembered = server.url("/in").replace("http://", "http://reader:s3cret@")  # as an older index kept it
+    results = crawl([Seed(remembered)], fast(), RawStore(tmp_path))
+    assert [r.url for r in results] == [server.url("/in")] and results[0].ok
+    assert heard == ["Basic " + base64.b64encode(b"reader:s3cret").decode()]
