@@ -90,9 +90,9 @@ def _norm_path(path: str, file: bool) -> str:
     written again, escaped unless they may stand as they are (unreserved, sub-delims, ``:@/``), so
     ``/a%20b``, ``/a b`` and ``/%61%20b`` are one address and ``/%FF`` and ``/%FE`` two (bytes are
     never decoded as text); ``%2F`` stays escaped (it is no segment boundary). A ``file://`` path
-    names bytes on the disk, so it is written as ``Path.as_uri`` writes it (``files.file_url``)."""
+    names bytes on the disk, every escape read as ``files.path_of`` reads it (``%2F`` too)."""
     if file:
-        return _remove_dot_segments(quote_from_bytes(unquote_to_bytes(path), safe="/"))
+        return _remove_dot_segments(quote_from_bytes(unquote_to_bytes(path), safe=_PATH_SAFE))
     out: list[str] = []
     pending = bytearray()
     for i, piece in enumerate(_ESCAPE.split(path)):
