@@ -86,7 +86,10 @@ def cache(root: str, snapshot: Path, save: Callable[[], object], keep: int = 2) 
     at ``snapshot`` by calling ``save``, so that it is memory-mapped like a local index's; keep the
     ``keep`` most recently written snapshots of this index there. A cache that cannot be written
     (a full disk, a read-only home) is logged and left to the caller, who loads the view from the
-    tables, in memory."""
+    tables, in memory. Temporary folders left there by readers that died go first
+    (``remove_abandoned``: a live reader's is locked)."""
+    with contextlib.suppress(OSError):  # an unreadable cache is reported by the save below
+        remove_abandoned(snapshot.parent)
     try:
         save()
     except OSError as exc:

@@ -14,7 +14,7 @@ import pytest
 
 import laminae
 from laminae.schemas.storage import MANIFEST_DIR, SNAPSHOT_DIR
-from laminae.snapshots import TMP_PREFIX
+from laminae.snapshots import TMP_PREFIX, cache
 from laminae.tasks.storage.index_store import IndexConfigError, IndexStore
 from tests.conftest import ROOT
 from tests.support.synthetic import make_synthetic_index
@@ -105,3 +105,17 @@ def test_compact_publishes_only_what_the_latest_manifest_committed(tmp_path):
         assert opened.table(name).to_arrow().sort_by("id").equals(rows)
     manifest = json.loads((Path(index) / MANIFEST_DIR / "00000002.json").read_text())
     assert manifest["compacted_from"] == 1
+
+
+def test_the_snapshot_cache_of_a_remote_index_drops_dead_readers_temporary_folders(tmp_path):
+    folder = tmp_path / "snapshots" / "abcd"
+    dead = folder / f"{TMP_PREFIX}killed"
+    dead.mkdir(parents=True)
+    live = _hold_a_temporary_snapshot(folder)
+    try:
+        held = Path(live.stdout.readline().strip())
+        cache("s3://bucket/index", folder / "00000001-beef", lambda: None)
+        assert not dead.exists() and held.is_dir()
+    finally:
+        live.kill()
+        live.wait()
