@@ -139,7 +139,6 @@ def _remove_dot_segments(path: str) -> str:
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-@lru_cache(maxsize=1 << 15)  # a page's navigation links repeat on its neighbours: 40 % of parse's link time
 def canonical_url(url: str) -> str | None:
     """The normalized form of an absolute http(s) or ``file://`` URL, or None when it is none.
 
@@ -152,8 +151,13 @@ def canonical_url(url: str) -> str | None:
     them. None for: another scheme, no host (http), a port that is not a number up to 65535, a
     host with a forbidden character or that IDNA refuses, a control character, unbalanced
     brackets (``ftp://[user@]host``), over ``MAX_URL_CHARS``. Never raises."""
-    if not isinstance(url, str):
+    if not isinstance(url, str) or len(url) > 2 * MAX_URL_CHARS:  # (not kept in the cache either)
         return None
+    return _canonical(url)
+
+
+@lru_cache(maxsize=1 << 15)  # a page's navigation links repeat on its neighbours: 40 % of parse's link time
+def _canonical(url: str) -> str | None:
     url = _TAB_NEWLINE.sub("", url.strip("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f\x10\x11\x12\x13"
                                          "\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f \t\n\r"))
     if not url or len(url) > MAX_URL_CHARS or _CONTROL.search(url):
