@@ -36,7 +36,7 @@ def resolve_link(base_url: str, href: str | None) -> tuple[str | None, str | Non
     scheme = _SCHEME.match(href)
     if scheme and scheme.group(1).lower() not in SCHEMES:
         return None, None  # javascript:, mailto:, tel:, data:, ftp:...
-    base_scheme = urlsplit(base_url).scheme
+    base_scheme = _scheme_of(base_url)
     if base_scheme in SCHEMES:  # WHATWG: in a special URL a backslash is a slash
         cut = min((i for i in (href.find("?"), href.find("#")) if i >= 0), default=len(href))
         href = href[:cut].replace("\\", "/") + href[cut:]
@@ -53,6 +53,12 @@ def resolve_link(base_url: str, href: str | None) -> tuple[str | None, str | Non
     if parts.scheme != "file" and ("action=edit" in parts.query or "action=history" in parts.query):
         return None, None
     return target, None
+
+
+def _scheme_of(url: str | None) -> str:
+    """A URL's scheme, lower case ("" for none), read without parsing the rest (which may raise)."""
+    match = _SCHEME.match(url or "")
+    return match.group(1).lower() if match else ""
 
 
 def resolve_href(base_url: str, href: str | None) -> str | None:
@@ -85,7 +91,7 @@ def page_base(page_url: str, base_href: str | None) -> str:
     keeps the page's scheme (a web page's cannot lead into the disk, nor from http to https), else
     the page's own URL."""
     target = resolve_href(page_url, base_href)
-    if target is None or urlsplit(target).scheme != urlsplit(page_url).scheme:
+    if target is None or _scheme_of(target) != _scheme_of(page_url):
         return page_url
     return target
 

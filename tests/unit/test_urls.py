@@ -85,6 +85,7 @@ def test_a_bad_href_drops_only_itself_and_says_why():
         target, why = resolve_link(base, href)
         assert target is None and why, href
     assert resolve_href("http://h.test/", "file:///etc/passwd") is None
+    assert resolve_link("http://[user@]host/page", "p.html")[0] is None  # a base that is no URL raises nothing
     assert resolve_href("file:///site/a.html", "b c.html") == "file:///site/b%20c.html"
 
 
