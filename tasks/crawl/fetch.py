@@ -638,7 +638,10 @@ async def crawl_async(
     for seed in seeds:
         if seed.error:
             emit(FetchResult(url=seed.url, error="bad_seed", message=seed.error))
-    seeds = [without_userinfo(s) for s in seeds if not s.error]
+        elif canonical_url(seed.url) is None:  # a remembered seed read_seeds would refuse now
+            emit(FetchResult(url=seed.url, error="bad_url", message=f"seed {seed.url[:300]!r} is no usable http(s) "
+                             "or file URL; not fetched (pass --seeds with the seeds file to replace it)"))
+    seeds = [without_userinfo(s) for s in seeds if not s.error and canonical_url(s.url) is not None]
     seed_hosts = {seed_scope(s.url) for s in seeds} - {""}
     credentials = {_origin(s.url): s.auth for s in seeds if s.auth}
     seen: set[str] = set()
