@@ -106,14 +106,15 @@ class ParseConfig(BaseModel):
                            "(the first ones); links to the others are dropped with a too_many_links warning.")
     # per-page budget: the most parsed on 3,582 real pages (Django's, PostgreSQL's, Maxima's and FLTK's
     # documentation, wtq-dev, hybridqa-dev) were 6,252 components and 6,256 subcomponents (a 1.1 MB Doxygen
-    # source listing), and 92,722 characters of code (Django's QuerySet reference)
-    max_components: int = Field(20_000, ge=0, description="Components a page keeps, of every kind together (the "
+    # source listing) and 92,722 characters of code (Django's QuerySet reference); Maxima's whole manual on one
+    # page (5.3 MB, read from <body>) holds 16,324 components, 25,520 subcomponents and 791,231 characters of code
+    max_components: int = Field(50_000, ge=0, description="Components a page keeps, of every kind together (the "
                                 "first ones in document order, after the caps of each kind); the rest are dropped "
                                 "with a too_many_components warning.")
-    max_subcomponents: int = Field(50_000, ge=0, description="Subcomponents (sentences, runs of code lines, table "
+    max_subcomponents: int = Field(100_000, ge=0, description="Subcomponents (sentences, runs of code lines, table "
                                    "rows and headers) a page keeps (the first ones in document order); the rest are "
                                    "dropped with a too_many_subcomponents warning, their components kept whole.")
-    max_code_lines_chars: int = Field(500_000, ge=0, description="Characters of a page's code (its code components "
+    max_code_lines_chars: int = Field(2_000_000, ge=0, description="Characters of a page's code (its code components "
                                       "in document order) whose runs of lines are subcomponents of their own; code "
                                       "past it (a log or data dump in a <pre>) is kept as its components alone, "
                                       "with a code_lines_cut warning.")
