@@ -83,7 +83,11 @@ class Index:
         ``Array(Float32, dim)``). Nothing is read until the frame is collected; then only the
         columns the query uses are read, in batches of ``batch_size`` rows, filters applied batch by
         batch (``collect(engine="streaming")`` keeps no more than a few batches in memory). Needs
-        polars (``pip install 'laminae[frames]'``)."""
+        polars (``pip install 'laminae[frames]'``). ``IndexOpenError`` when a table version of this
+        manifest has been cleaned up (an unpinned reader older than the kept manifests)."""
+        gone = self._pinned.missing_version()
+        if gone is not None:
+            raise gone
         return frames.frame(self._pinned, layer, vectors, batch_size)
 
     def stats(self) -> dict:
@@ -103,7 +107,10 @@ class Index:
     @property
     def graph(self) -> Graph:
         """Vectors, parent pointers and link adjacency in memory (loaded on first use, once, whatever
-        the number of threads asking)."""
+        the number of threads asking). ``IndexOpenError`` once a table version of this manifest is
+        found cleaned up (``PinnedTables.check_alive``): the moves answered from the view fail as
+        those reading tables do, never answering from a manifest whose tables are gone."""
+        self._pinned.check_alive()
         graph = self._graph
         if graph is None:
             with self._graph_lock:

@@ -5,6 +5,12 @@ sent at once (``laminae.fulltext``), its async API, run on the reader's event lo
 writes nothing. A table or table version that
 is gone is an ``IndexOpenError`` naming it and the fix. Handles are opened once, whatever the number
 of threads asking.
+
+Once a version this manifest names is found cleaned up (by a read that fails, or by ``check_alive``,
+which moves that answer from the in-memory view call at most every ``ALIVE_CHECK_S``), every
+later read of these tables raises that same error: a reader answers from one whole manifest or
+not at all, never from its view while its tables are gone (as a database session on a dropped
+snapshot fails every query, not some).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -26,6 +33,9 @@ VIEW_TABLES = (*NODE_TABLES, "edges")  # what the in-memory view (and its snapsh
 # every table the reader reads (stats adds errors); fetches, runs and the embedding cache are the
 # builder's, and the cleanup keeps only the newest version of the cache
 READ_TABLES = (*VIEW_TABLES, "errors")
+# seconds between two checks that the manifest's table versions still exist, by moves that read
+# only the in-memory view (each check opens every read table at its version: ~1.5 ms on a local disk)
+ALIVE_CHECK_S = 1.0
 
 
 class _EventLoop:
@@ -66,9 +76,13 @@ class PinnedTables:
         self._tables: dict[str, object] = {}
         self._async_tables: dict[str, object] = {}
         self._lock = threading.Lock()
+        self.gone: IndexOpenError | None = None  # set once a table version is found cleaned up
+        self._checked_at = time.monotonic()  # an open reader's manifest was whole when it was read
 
     def table(self, name: str):
         """Table ``name`` checked out at this manifest's version."""
+        if self.gone is not None:
+            raise self.gone
         tbl = self._tables.get(name)
         if tbl is None:
             if name not in self.manifest["tables"]:
@@ -91,7 +105,7 @@ class PinnedTables:
         try:
             tbl.checkout(version)
         except (ValueError, OSError, RuntimeError) as exc:
-            raise IndexOpenError(self.gone_message(name, version, exc)) from None
+            raise self._found_gone(name, version, exc) from None
         return tbl
 
     def async_table(self, name: str):
@@ -112,39 +126,80 @@ class PinnedTables:
                     try:
                         self._async_tables[name] = LOOP.run(checked_out())
                     except (ValueError, OSError, RuntimeError) as exc:
-                        raise IndexOpenError(self.gone_message(name, version, exc)) from None
+                        raise self._found_gone(name, version, exc) from None
                 tbl = self._async_tables[name]
         return tbl
 
     def gone_message(self, name: str, version: int, exc: Exception) -> str:
-        """What to say when version ``version`` of table ``name`` cannot be read."""
+        """What to say when version ``version`` of table ``name`` no longer exists (``exc``: LanceDB's
+        error for checking that version out)."""
         return (f"{self.root}: version {version} of table {name!r}, which manifest {self.version} names, no longer "
-                f"exists ({first_line(exc)}): it was cleaned up after newer manifests were published. Open the "
-                "latest manifest (laminae.open without version=, or the MCP server's use_latest tool), or keep "
-                "more manifests' table versions (LAMINAE_KEEP_MANIFESTS, `laminae compact --keep N`)")
+                f"exists ({first_line(exc)}): it was cleaned up after newer manifests were published, and this "
+                f"reader, opened on manifest {self.version}, can answer nothing more from it. Open the index again "
+                "for its latest manifest (laminae.open(DIR) without version=; the MCP server: its use_latest tool); "
+                "to read one manifest across refreshes, pin it (laminae.pins.ReaderPin, as the MCP server does) "
+                "or keep more manifests' table versions (LAMINAE_KEEP_MANIFESTS, `laminae compact --keep N`)")
+
+    def _found_gone(self, name: str, version: int, exc: Exception) -> IndexOpenError:
+        """The error every read raises from now on: version ``version`` of ``name`` is gone."""
+        if self.gone is None:  # two threads finding it at once: either's error will do
+            self.gone = IndexOpenError(self.gone_message(name, version, exc))
+        return self.gone
+
+    def missing_version(self, names: tuple[str, ...] = ()) -> IndexOpenError | None:
+        """The error for the first table version this manifest names that can no longer be checked
+        out (tables ``names`` first, then every other table the reader reads), None if all can."""
+        if self.gone is not None:
+            return self.gone
+        tables = self.manifest["tables"]
+        for name in dict.fromkeys((*names, *READ_TABLES)):
+            if name not in tables:
+                continue
+            try:
+                self._db.open_table(name).checkout(tables[name])  # a fresh handle: a held one caches its version
+            except (ValueError, FileNotFoundError, OSError, RuntimeError) as exc:
+                return self._found_gone(name, tables[name], exc)
+        return None
+
+    def check_alive(self) -> None:
+        """``IndexOpenError`` when a table version this manifest names has been cleaned up: checked
+        at most every ``ALIVE_CHECK_S`` seconds (a move that reads only the in-memory view calls
+        this, so that it fails as the moves reading tables do)."""
+        if self.gone is not None:
+            raise self.gone
+        now = time.monotonic()
+        if now - self._checked_at < ALIVE_CHECK_S:
+            return
+        self._checked_at = now
+        gone = self.missing_version()
+        if gone is not None:
+            raise gone
 
     def verify(self) -> None:
-        """Check out every table the reader reads (``READ_TABLES``) that the manifest names."""
+        """Check out every table the reader reads (``READ_TABLES``) that the manifest names, and
+        check that none of those versions has been cleaned up since a handle was opened."""
         for name in READ_TABLES:
             if name in self.manifest["tables"]:
                 self.table(name)
+        gone = self.missing_version()
+        if gone is not None:
+            raise gone
 
     @contextmanager
     def reading(self, *names: str) -> Iterator[None]:
         """Reads of tables ``names``: a LanceDB error there becomes an ``IndexOpenError`` when a
         version this manifest names has been cleaned up since the table was checked out (its
-        files are gone); any other error passes unchanged."""
+        files are gone), naming the table whose version is gone and quoting LanceDB's answer for
+        it (not the read's error, which may be about another table's files); any other error
+        passes unchanged."""
         try:
             yield
         except IndexOpenError:
             raise
-        except (OSError, RuntimeError, ValueError) as exc:
-            for name in names:
-                version = self.manifest["tables"].get(name)
-                try:
-                    self._db.open_table(name).checkout(version)
-                except (ValueError, OSError, RuntimeError):
-                    raise IndexOpenError(self.gone_message(name, version, exc)) from None
+        except (OSError, RuntimeError, ValueError):
+            gone = self.missing_version(names)
+            if gone is not None:
+                raise gone from None
             raise
 
     def view_tables(self) -> dict:

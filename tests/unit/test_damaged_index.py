@@ -222,6 +222,57 @@ def test_a_table_version_cleaned_up_is_an_open_error_saying_so(tmp_path):
     assert latest.stats()["documents"] == 8
 
 
+def test_an_old_readers_every_move_fails_alike_once_its_versions_are_cleaned_up(tmp_path):
+    """An unpinned reader that read its tables and loaded its view, then three refreshes (the
+    first deletes every one of its documents, so compaction rewrites their files) and a cleanup
+    keeping one manifest: its data files are gone. Every move, those answered from the in-memory
+    view (dense search, hops, navigation) included, raises one IndexOpenError naming a table
+    whose version is gone and the fix: none answers from a manifest whose tables are gone, none
+    raises LanceDB's own error, none quotes another table's."""
+    from laminae.tasks.storage.index_store import CLEANUP_MARGIN_S, IndexStore
+
+    root = str(tmp_path / "index")
+    sizes = {"documents": 60, "components_per_document": 3, "subcomponents_per_component": 3, "dim": DIM}
+    make_synthetic_index(root, seed=1, **sizes)
+    old = laminae.open(root)
+    documents = list(old.graph.layers[0].ids)
+    assert old.stats()["documents"] == 60 and old.get(documents[:1]) and old.frame(1).collect().height == 180
+    assert old.search(_query(1), layer=1, k=3)
+    first_files = set(os.listdir(tmp_path / "index" / "components.lance" / "data"))
+    store = IndexStore(root)
+    # each step older than the cleanup's margin, so that only the newest build's versions are kept
+    time.sleep(CLEANUP_MARGIN_S + 0.2)
+    make_synthetic_index(root, seed=2, **sizes)
+    store.delete_documents(documents)
+    time.sleep(CLEANUP_MARGIN_S + 0.2)
+    store.compact_tables()
+    store.publish("deleted", {})
+    time.sleep(CLEANUP_MARGIN_S + 0.2)
+    make_synthetic_index(root, seed=3, **sizes)
+    time.sleep(CLEANUP_MARGIN_S + 0.2)
+    store.clean_up(keep=1)
+    assert not first_files & set(os.listdir(tmp_path / "index" / "components.lance" / "data"))
+
+    q = _query(1)
+    moves = {"dense search": lambda: old.search(q, layer=1, k=3), "retrieve": lambda: old.retrieve(q, k=3),
+             "documents": lambda: old.documents(q, k=3), "beam search": lambda: old.beam_search([q], beam=4),
+             "neighbors": lambda: old.neighbors(documents[:1]), "children": lambda: old.children(documents[0]),
+             "frame": lambda: old.frame(1).collect(), "stats": old.stats, "get": lambda: old.get(documents[:1]),
+             "full text": lambda: old.search("keyword0", layer=2, mode="fts"), "verify": old.verify}
+    said = set()
+    for name, move in moves.items():
+        with pytest.raises(laminae.IndexOpenError) as caught:
+            move()
+        said.add(str(caught.value))
+        assert "no longer exists (Version" in str(caught.value), (name, str(caught.value))
+    assert len(said) == 1, said  # one error, whatever the move
+    message = said.pop()
+    assert "which manifest 1 names" in message and "Open the index again" in message
+    assert "lance error" not in message and "Not found" not in message
+    latest = laminae.open(root)  # what the message says to do
+    assert latest.stats()["documents"] == 120 and latest.search(q, layer=1, k=3)
+
+
 def test_a_kept_manifest_reads_though_the_embedding_cache_keeps_only_its_newest_version(tmp_path):
     """The cleanup keeps the embedding cache's newest version only (no reader reads it): a reader of
     an older kept manifest must neither check that table out nor verify it."""
