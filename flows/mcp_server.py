@@ -482,7 +482,7 @@ def http_limits(environ: Mapping[str, str] = os.environ, fd_limit: int | None = 
 
     limit = descriptor_limit() if fd_limit is None else fd_limit
     room = None if limit is None else limit - FD_RESERVE
-    if room is not None and room < 16:
+    if room is not None and room < 64:
         raise McpConfigError(f"this process may open only {limit} files: raise the limit (ulimit -n 1024) to "
                              "serve over HTTP")
     default = DEFAULT_MAX_CONNECTIONS if room is None else min(DEFAULT_MAX_CONNECTIONS, room // 2)
