@@ -38,17 +38,18 @@ def frame(tables: PinnedTables, layer: int | str = 1, vectors: bool = False, bat
         query = tbl.search().select(needed or list(schema)[:1])
         query = query.limit(n_rows if n_rows is not None and predicate is None else None)
         left = n_rows
-        for batch in query.to_batches(batch_size):
-            data = pl.from_arrow(batch)
-            if predicate is not None:
-                data = data.filter(predicate)
-            data = data.select(wanted)
-            if left is not None:
-                data = data.head(left)
-                left -= data.height
-            yield data
-            if left == 0:
-                return
+        with tables.reading(layer):  # a version cleaned up since the frame was made: IndexOpenError
+            for batch in query.to_batches(batch_size):
+                data = pl.from_arrow(batch)
+                if predicate is not None:
+                    data = data.filter(predicate)
+                data = data.select(wanted)
+                if left is not None:
+                    data = data.head(left)
+                    left -= data.height
+                yield data
+                if left == 0:
+                    return
 
     return register_io_source(scan, schema=schema)
 

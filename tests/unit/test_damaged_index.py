@@ -238,6 +238,7 @@ def test_an_old_readers_every_move_fails_alike_once_its_versions_are_cleaned_up(
     documents = list(old.graph.layers[0].ids)
     assert old.stats()["documents"] == 60 and old.get(documents[:1]) and old.frame(1).collect().height == 180
     assert old.search(_query(1), layer=1, k=3)
+    lazy = old.frame(1)  # made before the cleanup, collected after it
     first_files = set(os.listdir(tmp_path / "index" / "components.lance" / "data"))
     store = IndexStore(root)
     # each step older than the cleanup's margin, so that only the newest build's versions are kept
@@ -257,7 +258,7 @@ def test_an_old_readers_every_move_fails_alike_once_its_versions_are_cleaned_up(
     moves = {"dense search": lambda: old.search(q, layer=1, k=3), "retrieve": lambda: old.retrieve(q, k=3),
              "documents": lambda: old.documents(q, k=3), "beam search": lambda: old.beam_search([q], beam=4),
              "neighbors": lambda: old.neighbors(documents[:1]), "children": lambda: old.children(documents[0]),
-             "frame": lambda: old.frame(1).collect(), "stats": old.stats, "get": lambda: old.get(documents[:1]),
+             "frame": lambda: old.frame(1).collect(), "frame made before": lazy.collect, "stats": old.stats, "get": lambda: old.get(documents[:1]),
              "full text": lambda: old.search("keyword0", layer=2, mode="fts"), "verify": old.verify}
     said = set()
     for name, move in moves.items():
