@@ -64,7 +64,7 @@ def plan_refresh(results: list[FetchResult], previous: dict[str, dict], by_url: 
     failed = [r for r in results if not r.ok and r.error not in GONE and r.severity == "error"]
     transient = any(r.kind not in LISTINGS for r in failed)
     missed = sorted(u for u in by_url if u not in reached)
-    held = _unlisted(results, missed) + _emptied(folders, results, missed)
+    held = _unlisted(results, missed) + _emptied(folders, results, missed) if missed else []
     dropped = set() if held else {u for u in missed if follow_links == 0 or not transient}
     changes = Counter(unchanged=len(unchanged), changed=sum(r.url in by_url for r in parse),
                       added=sum(r.url not in by_url for r in parse), removed=len(gone | dropped))
@@ -83,12 +83,9 @@ def _unlisted(results: list[FetchResult], missed: list[str]) -> list[tuple[str, 
     for r in results:
         if r.kind not in LISTINGS or r.ok or r.severity != "error":
             continue
+        what = f"the {len(missed)} indexed document(s) this run did not reach are kept"
         if r.kind == "folder":
-            prefixes = _prefixes(r.url)
-            under = sum(u.startswith(prefixes) for u in missed)
-            what = f"its {under} indexed document(s) not reached are kept"
-        else:
-            what = f"the {len(missed)} indexed document(s) not reached in this run are kept"
+            what += f" ({sum(u.startswith(_prefixes(r.url)) for u in missed)} under it)"
         held.append((r.url, "deletions_skipped", f"{r.kind} could not be listed ({r.error}): {what}; a refresh "
                      "that cannot list a seed deletes no document it did not reach (rsync's rule after an I/O "
                      "error); they go when a refresh lists it again without them"))

@@ -35,7 +35,7 @@ def test_a_folder_seed_that_cannot_be_listed_drops_nothing():
         plan = plan_refresh([listing], {}, HELD, 0, False, [FOLDER])
         assert plan.removed == [] and plan.changes["removed"] == 0
         assert [(url, why) for url, why, _ in plan.kept] == [(FOLDER, "deletions_skipped")]
-        assert "4 indexed document(s)" in plan.kept[0][2]
+        assert "4 indexed document(s) this run did not reach are kept (4 under it)" in plan.kept[0][2]
 
 
 def test_an_emptied_folder_seed_drops_nothing_but_a_shrunk_one_does():
@@ -44,6 +44,13 @@ def test_an_emptied_folder_seed_drops_nothing_but_a_shrunk_one_does():
     one = FetchResult(url=f"{FOLDER}p0.html", content_type="text/html", raw_key="k0")
     plan = plan_refresh([one], {one.url: {"raw_key": "k0"}}, HELD, 0, False, [FOLDER])
     assert plan.removed == ["d1", "d2", "d3"] and plan.kept == [] and plan.dropped == set(HELD) - {one.url}
+
+
+def test_a_failed_listing_with_nothing_left_to_drop_is_no_warning():
+    listing = FetchResult(url=FOLDER, kind="folder", error="unreadable", message="cannot be listed")
+    pages = [FetchResult(url=u, content_type="text/html", raw_key=u) for u in HELD]
+    plan = plan_refresh([listing, *pages], {u: {"raw_key": u} for u in HELD}, HELD, 0, False, [FOLDER])
+    assert plan.kept == [] and plan.removed == []
 
 
 def test_a_gone_file_still_goes():
