@@ -291,7 +291,9 @@ class VideoConfig(BaseModel):
     # the file declares its own duration: without a ceiling a crafted one buys itself 8 h; a 4-h
     # 720p video decodes in about 2,300 s at the rate above
     decode_timeout_max_s: float = Field(3600.0, gt=0, description="The decoding deadline never grows past this "
-                                        "many seconds, whatever duration the video declares.")
+                                        "many seconds, whatever duration the video declares; a page's videos together "
+                                        "decode within it too (the rest get a decode_budget_spent warning row and are "
+                                        "decoded by a later run).")
     max_decoded_frames: int = Field(100_000, ge=1, description="Frames a video's decoding reads at most "
                                     "(whatever its frame rate); past it decoding stops with a warning row and the "
                                     "keyframes chosen so far are kept.")
