@@ -461,7 +461,9 @@ def _remember_seeds(run: _Run) -> None:
     """The seeds and settings remembered for later refreshes; on a refresh, the last fetches."""
     log.info("run %s: %d seeds → %s (embedder %s on %s)", run.run_id, len(run.seeds), run.index,
              run.embedder["model_id"], run.embedder["device"])
-    run.store.remember(seeds=[{"url": s.url, "annotations": s.annotations, "sitemap": s.sitemap} for s in run.seeds],
+    # a bad line (a seed with an error, its url file:line) is reported by this run, not remembered
+    run.store.remember(seeds=[{"url": s.url, "annotations": s.annotations, "sitemap": s.sitemap}
+                              for s in run.seeds if s.error is None],
                        settings=run.cfg.model_dump(mode="json"))
     run.previous = run.store.previous_fetches() if run.refresh else None
 

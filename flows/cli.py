@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from laminae import flows  # noqa: F401 - sets Prefect's quiet offline defaults before Prefect is imported
+from laminae.flows import prefect_api
 
 
 def _print_stats(stats: dict, out=None) -> None:
@@ -107,6 +108,7 @@ def _run_build(seeds: str, index: str, follow_links: int, overrides: dict, reemb
         from laminae.flows.build import await_preload, build_index, preload_models
 
         preload_models(index, settings)
+        prefect_api.install()  # the run's temporary Prefect server dies with it, even by SIGKILL
         try:
             return build_index(seeds=seeds, index=index, follow_links=follow_links,
                                settings=settings.model_dump(), reembed=reembed)
@@ -158,6 +160,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if args.seeds:
         read_seeds(args.seeds)
     with _lease(args.index, "laminae refresh", args.wait):
+        prefect_api.install()
         summary = refresh_index(index=args.index, seeds=args.seeds, model=args.model, runner=_runner(args) or None,
                                 allow_mass_delete=args.allow_mass_delete)
     changes = summary.get("changes", {})
@@ -192,6 +195,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from laminae.flows.serve import serve
 
     print(f"serving scheduled refreshes of {args.index} on {args.cron!r} (UTC); Ctrl-C stops", file=sys.stderr)
+    prefect_api.install()
     serve(args.index, args.cron, args.name)
     return 0
 
