@@ -33,13 +33,16 @@ def load(tables: PinnedTables, dim: int, snapshot: Path) -> Graph:
         if snapshot_problem(snapshot, dim) is not None:  # the cache cannot be written: logged
             with tables.reading(*VIEW_TABLES):
                 return Graph(tables.view_tables(), dim)
-    if snapshot.is_dir():
+    for attempt in range(3) if snapshot.is_dir() else ():
         try:
             return Graph.load(snapshot)
         except (OSError, ValueError, pa.ArrowException) as exc:
-            # checked at open: damaged or removed since (a cleanup of old versions' snapshots)
-            problem = snapshot_problem(snapshot, dim) or f"{snapshot}: {exc}"
-            raise IndexOpenError(_message(tables, snapshot, problem, None)) from None
+            # checked at open: damaged or removed since (a cleanup of old versions' snapshots), or
+            # swapped for another reader's whole rebuild while this one opened it: read that one
+            problem = snapshot_problem(snapshot, dim)
+            if problem is None and attempt < 2:
+                continue
+            raise IndexOpenError(_message(tables, snapshot, problem or f"{snapshot}: {exc}", None)) from None
     with tables.reading(*VIEW_TABLES):
         return Graph(tables.view_tables(), dim)
 
@@ -71,13 +74,16 @@ def check_at_open(tables: PinnedTables, dim: int, snapshot: Path, latest: int | 
         return
     log.debug("%s: rebuilding the damaged reader snapshot of manifest %d (%s)", tables.root, tables.version, problem)
     started = time.monotonic()
-    try:
-        save(tables, dim, snapshot, keep_whole=True)
-    except OSError as exc:
-        raise IndexOpenError(_message(tables, snapshot, problem, latest, f"it cannot be rebuilt here: {exc}")) \
-            from None
-    again = snapshot_problem(snapshot, dim)
-    if again is not None:
+    for _ in range(3):  # readers rebuilding it at once: the check may meet another's swap, never a damaged one
+        try:
+            save(tables, dim, snapshot, keep_whole=True)
+        except OSError as exc:
+            raise IndexOpenError(_message(tables, snapshot, problem, latest, f"it cannot be rebuilt here: {exc}")) \
+                from None
+        again = snapshot_problem(snapshot, dim)
+        if again is None:
+            break
+    else:
         raise IndexOpenError(_message(tables, snapshot, again, latest, "rebuilt, it is still damaged"))
     log.warning("%s: the reader snapshot of manifest %d was damaged (%s); rebuilt it from the tables in %.1f s",
                 tables.root, tables.version, problem, time.monotonic() - started)
