@@ -30,7 +30,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 class SitemapFetcher(Protocol):
-    """What expansion needs of ``laminae.tasks.crawl.fetch.Crawler``."""
+    """What expansion needs of ``laminae.tasks.crawl.request.Crawler``."""
 
     cfg: CrawlConfig
 
