@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from laminae.schemas.errors import LaminaeError
+
 
 @dataclass
 class FetchResult:
@@ -48,7 +50,7 @@ class FetchResult:
         return self.error is None
 
 
-class Failure(Exception):
+class Failure(LaminaeError):
     """Why one request stopped: ``reason`` becomes the result's ``error``; ``transient`` ones are
     retried (after ``retry_after`` seconds when the server asked for that)."""
 
