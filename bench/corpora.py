@@ -30,7 +30,7 @@ def site_texts(n: int) -> list[str]:
     """The sample site's component and subcomponent texts, made unique per copy, ``n`` of them."""
     from laminae.schemas.ids import document_id
     from laminae.tasks.config import ParseConfig
-    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.crawl.results import FetchResult
     from laminae.tasks.nodes.build import build_nodes
     from laminae.tasks.parse.html import parse_html
 

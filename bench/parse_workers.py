@@ -25,7 +25,7 @@ if not __package__:  # run as a file: the repository's bench package
 from bench.corpora import fetch_htmlparser_benchmark
 from bench.harness import Timer, arguments, table
 from laminae.tasks.config import BuildSettings, cache_dir
-from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.nodes.pages import parse_documents, parse_page
 from laminae.tasks.parse.isolated import close_pools, worker_pool
 from laminae.tasks.storage.rawstore import RawStore

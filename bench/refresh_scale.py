@@ -164,7 +164,7 @@ def _add_cache_keys(cache, keys: list[str], model_id: str) -> None:
 # -- the stages, each run in its own process -------------------------------------------------------
 def stage_diff(index: str, share: float, seed: int) -> tuple[dict, dict]:
     from laminae.tasks.batches import fetch_row
-    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.crawl.results import FetchResult
     from laminae.tasks.refresh import plan_refresh
 
     store = _store(index)
@@ -196,7 +196,7 @@ def stage_write(index: str, share: float, seed: int) -> tuple[dict, dict]:
     from laminae.schemas.search_text import embed_text
     from laminae.tasks.batches import fetch_row
     from laminae.tasks.config import BuildSettings
-    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.crawl.results import FetchResult
     from laminae.tasks.embed.embedders import cache_key
 
     store = _store(index)

@@ -33,9 +33,11 @@ from laminae.stats import table_stats
 from laminae.tasks import progress
 from laminae.tasks.batches import ProcessedBatch, crawl_errors, fetch_row, write_batch
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult, crawl
+from laminae.tasks.crawl.fetch import crawl
 from laminae.tasks.crawl.files import is_folder_url
+from laminae.tasks.crawl.formats import PAGE_TYPES
 from laminae.tasks.crawl.hosts import seed_scope
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.crawl.seeds import Seed, read_seeds
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
 from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder

@@ -402,23 +402,16 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from pydantic import ValidationError
 
-    import laminae
-    from laminae.flows.runners import RunnerConfigError
-    from laminae.flows.serve import ScheduleError
-    from laminae.schemas.storage import StorageError
-    from laminae.tasks.crawl.seeds import SeedsError
-    from laminae.tasks.embed.embedders import EmbedderConfigError
-    from laminae.tasks.nodes.objects import DetectorConfigError
-    from laminae.tasks.storage.index_store import IndexConfigError
-    from laminae.vectors import SearchSettingError
+    from laminae.schemas.errors import LaminaeError
 
     try:
         return args.func(args)
-    except (laminae.IndexOpenError, laminae.ReaderArgumentError, laminae.QueryModelError, SearchSettingError) as exc:
+    except LaminaeError as exc:
+        if exc.exit_code is None:  # a fault, not an input to fix: its traceback says where
+            raise
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (SeedsError, ValidationError, EmbedderConfigError, DetectorConfigError, IndexConfigError,
-            ScheduleError, RunnerConfigError, StorageError) as exc:
+        return exc.exit_code
+    except ValidationError as exc:  # settings pydantic refused
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -52,6 +52,7 @@ from pydantic import Field
 import laminae
 from laminae.index import Hit
 from laminae.pins import ReaderPin
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.tables import COMPONENT_KINDS, DOCUMENT_KINDS, SUBCOMPONENT_KINDS
 from laminae.views import MAX_CHARS, MAX_ROWS, describe, hit_view, picture
 
@@ -61,7 +62,7 @@ T = TypeVar("T")
 MAX_K = 50  # hits in one page of results
 MAX_IDS = 20  # nodes one `get` returns
 MAX_PICTURES = 8  # images one `get` attaches
-DEFAULT_DEADLINE = 30.0  # seconds; the slowest allowed call on the demo index takes under 1 s (README)
+DEFAULT_DEADLINE = 30.0  # seconds; the slowest allowed call on the demo index takes under 1 s (docs/mcp.md)
 DEFAULT_WORKERS = 4  # reads running at once, abandoned ones included
 MAX_WAITING = 64  # calls waiting for a free worker; more are refused at once as busy
 DEADLINE_ENV, WORKERS_ENV, TOKEN_ENV = "LAMINAE_MCP_DEADLINE", "LAMINAE_MCP_WORKERS", "LAMINAE_MCP_TOKEN"
@@ -96,8 +97,10 @@ Ids = Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field
 Direction = Literal["out", "in", "both"]
 
 
-class McpConfigError(ValueError):
+class McpConfigError(LaminaeError, ValueError):
     """A setting of ``laminae mcp`` that cannot be used; the message says what to do."""
+
+    exit_code = 2
 
 
 @dataclass

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
+from laminae.schemas.errors import LaminaeError
 from laminae.tasks.config import RunnerConfig
 
 
-class RunnerConfigError(ValueError):
+class RunnerConfigError(LaminaeError, ValueError):
     """The requested runner cannot be used (its package is missing); the message says what to do."""
+
+    exit_code = 2
 
 
 def make_task_runner(cfg: RunnerConfig):

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from laminae.schemas.errors import LaminaeError
+
 DEFAULT_CRON = "0 3 * * *"
 # a scheduled refresh that finds another writer (say a refresh run by hand) waits this long for it
 SCHEDULED_WAIT_S = 6 * 3600.0
 
 
-class ScheduleError(ValueError):
+class ScheduleError(LaminaeError, ValueError):
     """The schedule cannot be used; the message says how to write it."""
+
+    exit_code = 2
 
 
 def refresh_deployment(index: str, cron: str = DEFAULT_CRON, name: str | None = None):

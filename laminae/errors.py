@@ -1,23 +1,32 @@
 """The errors a reader raises, each with a message that names what was wrong and the fix.
 
-Reads and writes nothing.
+Reads and writes nothing. Each derives from ``LaminaeError`` (``laminae.schemas.errors``, the base
+the builder's errors share), and each the ``laminae`` command reports on one line has ``exit_code``.
 """
 
 from __future__ import annotations
 
+from laminae.schemas.errors import LaminaeError
 
-class IndexOpenError(RuntimeError):
+
+class IndexOpenError(LaminaeError, RuntimeError):
     """The index cannot be opened or read: a file of it is missing or damaged, or a table version
     its manifest names is gone; the message names the file and says what to do."""
 
+    exit_code = 2
 
-class QueryModelError(RuntimeError):
+
+class QueryModelError(LaminaeError, RuntimeError):
     """A string query, and the index's embedder cannot be loaded here (the ml extra is missing)."""
 
+    exit_code = 2
 
-class ReaderArgumentError(ValueError):
+
+class ReaderArgumentError(LaminaeError, ValueError):
     """An argument a reader move cannot use (a layer, mode, granularity, query vector); the message
     says what is allowed."""
+
+    exit_code = 2
 
 
 class UnknownIdError(ReaderArgumentError, KeyError):

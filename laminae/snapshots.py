@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from laminae.schemas.errors import LaminaeError
 from laminae.vectors import code_words
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-class SnapshotDamage(ValueError):
+class SnapshotDamage(LaminaeError, ValueError):
     """A file of a snapshot is missing, truncated or disagrees with the others (``snapshot_problem``)."""
 
 

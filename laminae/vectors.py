@@ -32,6 +32,8 @@ from functools import partial
 
 import numpy as np
 
+from laminae.schemas.errors import LaminaeError
+
 SEARCH_MODES = ("auto", "exact", "compact")
 EXACT_LIMIT_ENV = "LAMINAE_EXACT_SEARCH_LIMIT_GB"
 DEFAULT_EXACT_LIMIT_GB = 4.0
@@ -48,8 +50,10 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-class SearchSettingError(ValueError):
+class SearchSettingError(LaminaeError, ValueError):
     """An exact-search limit the reader cannot use; the message says what is allowed."""
+
+    exit_code = 2
 
 
 def exact_limit_bytes() -> float:

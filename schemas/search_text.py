@@ -22,7 +22,7 @@ SERIALIZATION = 3
 # what the vectors are computed from: the bare content, except for a table's heading (kind
 # "header"), whose vector says where the table sits and what its columns are. Measured on wtq-dev
 # (bench/quality.py), MiniLM's dense scores for rows and sentences were no better with the context
-# prefix, while the full-text side gained most from it; see the README's "Retrieval quality".
+# prefix, while the full-text side gained most from it; see docs/benchmarks.md ("Retrieval quality").
 EMBED_FIELD = "text"
 CONTEXT_EMBEDDED = ("header",)
 

@@ -15,6 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import digest
 
 MANIFEST_DIR = "_manifests"  # one JSON per published build, LATEST names the newest
@@ -47,8 +48,10 @@ def raw_path(key: str) -> str:
     return f"raw/{key[:2]}/{key}"
 
 
-class StorageError(ValueError):
+class StorageError(LaminaeError, ValueError):
     """The index location cannot be reached; the message names the settings to check."""
+
+    exit_code = 2
 
 
 def is_remote(uri: str | os.PathLike[str]) -> bool:

@@ -22,7 +22,8 @@ import numpy as np
 from laminae.schemas.ids import digest
 from laminae.schemas.tables import duplicate_row, error_row
 from laminae.tasks import progress
-from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
+from laminae.tasks.crawl.formats import PAGE_TYPES
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.nodes.build import DocumentNodes
 from laminae.tasks.storage.index_store import IndexStore
 

@@ -177,7 +177,8 @@ class EmbedConfig(BaseModel):
     batch_size: int = Field(0, ge=0, description="Texts per forward pass; 0 picks 4 for the ONNX backend on CPU "
                             "(1.25x the texts/s of 32, 1.05x that of 8 on wtq-dev's texts), 64 for torch on CPU, "
                             "256 on GPU.")
-    threads: int = Field(0, ge=0, description="torch CPU threads; 0: the cores this process may run on.")
+    threads: int = Field(0, ge=0, description="CPU threads for embedding and detection (torch and ONNX Runtime); "
+                         "0: the cores this process may run on.")
     spin: Literal["auto", "on", "off"] = Field(
         "auto", description="ONNX Runtime's threads spin between calls (on) or sleep (off): the ONNX "
         "detector's, and the embedder's where one session runs several threads (on CPU each runs one). "
@@ -370,7 +371,8 @@ class BuildSettings(BaseSettings):
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     batch_documents: int = Field(64, ge=1, le=10_000, description="Documents per pipeline batch (task); the "
                                  "first batch of a longer run has a quarter of them, so the pipeline fills sooner.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Level of laminae's log lines (printed, and sent to Prefect's run logs).")
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     max_delete_fraction: float = Field(
         0.5, ge=0, le=1, description="A refresh that would delete more than this share of the index's documents "

@@ -26,8 +26,8 @@ from laminae.schemas.tables import error_row
 from laminae.tasks import progress
 from laminae.tasks.batches import ProcessedBatch
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import FetchResult
 from laminae.tasks.crawl.pictures import attach_images
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.embed.embedders import (
     LazyEmbedder,
     cache_key,

@@ -16,8 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from laminae.tasks.crawl.fetch import PAGE_TYPES, FetchResult
 from laminae.tasks.crawl.files import file_url, is_folder_url, path_of
+from laminae.tasks.crawl.formats import PAGE_TYPES
+from laminae.tasks.crawl.results import FetchResult
 
 GONE = ("http_404", "http_410", "not_found")  # the page (or file) is gone: its document goes with it
 LISTINGS = ("folder", "sitemap", "robots")  # results about a seed or a host, not of a page

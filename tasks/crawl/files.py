@@ -18,10 +18,11 @@ from email.utils import formatdate
 from pathlib import Path
 from urllib.parse import unquote_to_bytes, urlsplit
 
+from laminae.schemas.errors import LaminaeError
 from laminae.tasks.crawl.formats import PAGE_SUFFIXES
 
 
-class FileProblem(Exception):
+class FileProblem(LaminaeError):
     """A file URL that cannot be read; ``reason`` is the short error code of a fetch."""
 
     def __init__(self, reason: str, message: str) -> None:

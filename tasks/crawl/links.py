@@ -105,17 +105,17 @@ def link_target(link: dict, base_url: str) -> str | None:
 
 def extract_links(body: bytes, base_url: str, charset: str | None = None) -> list[str]:
     """Absolute http(s) targets of ``<a href>`` in a page, for link following (cheap, lxml). The
-    page is decoded as the HTML parser decodes it (``decode_html``: its BOM, the declared charset,
-    then detection), so a link is requested as the parser records it."""
+    page is decoded as the HTML parser decodes it (``decode_bytes`` with ``html``: its BOM, the
+    declared charset, then detection), so a link is requested as the parser records it."""
     import lxml.html
 
-    from laminae.tasks.parse.html.tree import decode_html
+    from laminae.tasks.parse.document import decode_bytes
 
     try:
         # huge_tree: without it libxml2 drops the rest of a page after a 10 MB text or href, or
         # past 256 open elements (tasks/parse/html.py reads such pages whole); the text goes to
         # lxml as UTF-8 bytes, since a str that still declares an encoding is refused
-        text = decode_html(body, charset).encode("utf-8", "surrogatepass")
+        text = decode_bytes(body, charset, html=True)[0].encode("utf-8", "surrogatepass")
         root = lxml.html.fromstring(text, parser=lxml.html.HTMLParser(huge_tree=True, encoding="utf-8"))
     except (ValueError, lxml.etree.ParserError):
         return []

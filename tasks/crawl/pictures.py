@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from laminae.schemas.pictures import MAX_PIXELS
 from laminae.tasks.config import CrawlConfig
-from laminae.tasks.crawl.fetch import FetchResult, fetch_images
+from laminae.tasks.crawl.fetch import fetch_images
 from laminae.tasks.crawl.files import is_file_url
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.storage.rawstore import RawStore
 
 

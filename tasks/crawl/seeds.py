@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import MAX_URL_CHARS, canonical_url
 from laminae.tasks.crawl.files import FileProblem, file_url, path_of
 
@@ -60,8 +61,10 @@ class Seed:
         return self.sitemap if self.sitemap is not None else looks_like_sitemap(self.url)
 
 
-class SeedsError(ValueError):
+class SeedsError(LaminaeError, ValueError):
     """The seeds file cannot be used; the message says which line and how to fix it."""
+
+    exit_code = 2
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

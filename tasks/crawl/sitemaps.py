@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.links import resolve_link
@@ -30,7 +31,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 class SitemapFetcher(Protocol):
-    """What expansion needs of ``laminae.tasks.crawl.fetch.Crawler``."""
+    """What expansion needs of ``laminae.tasks.crawl.request.Crawler``."""
 
     cfg: CrawlConfig
 
@@ -54,7 +55,7 @@ class SitemapListing:
     fetched: int = 0  # sitemaps fetched
 
 
-class SitemapTooLarge(ValueError):
+class SitemapTooLarge(LaminaeError, ValueError):
     pass
 
 

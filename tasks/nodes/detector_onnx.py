@@ -17,6 +17,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import digest
 from laminae.tasks.config import cache_dir
 from laminae.tasks.embed.runtime import file_digest, onnx_available
@@ -27,7 +28,7 @@ EXPORT_OPTIONS = "ultralytics-onnx-dynamic-nosimplify-v1"
 EXPORTS = 0  # exports done by this process (the tests read it)
 
 
-class DetectorExportError(RuntimeError):
+class DetectorExportError(LaminaeError, RuntimeError):
     """The weights cannot be run as an ONNX graph; the message says what to do instead."""
 
 

@@ -26,6 +26,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import digest
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import VideoConfig
@@ -37,7 +38,7 @@ SETTINGS = ("max_duration_s", "max_pixels", "sample_fps", "scene_threshold", "mi
             "max_keyframes", "keyframe_side", "max_decoded_frames")
 
 
-class VideoProblem(Exception):
+class VideoProblem(LaminaeError):
     """A video whose keyframes cannot be had; ``reason`` is the error row's."""
 
     def __init__(self, reason: str, message: str) -> None:

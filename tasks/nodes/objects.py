@@ -18,6 +18,7 @@ import logging
 import os
 from dataclasses import dataclass
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.pictures import load_image, raster_picture
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import BuildSettings, DetectConfig, cache_dir
@@ -36,8 +37,10 @@ PLAIN_STDDEV = 2.0  # grey-level standard deviation of a 32x32 thumbnail below w
 DETECT_CHUNK = 64
 
 
-class DetectorConfigError(RuntimeError):
+class DetectorConfigError(LaminaeError, RuntimeError):
     """The detector cannot be set up as configured; the message says how to fix it."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)

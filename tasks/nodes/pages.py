@@ -14,9 +14,9 @@ from urllib.parse import unquote, urlsplit
 from laminae.schemas.ids import canonical_url, document_id
 from laminae.schemas.tables import duplicate_row, error_row, timeout_row
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, FetchResult
-from laminae.tasks.crawl.formats import format_of
+from laminae.tasks.crawl.formats import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, format_of
 from laminae.tasks.crawl.pictures import check_image
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.nodes.build import DocumentNodes, build_nodes, cap_components
 from laminae.tasks.parse import parse
 from laminae.tasks.parse.document import Component, ParsedPage, ParseError

@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import BuildSettings, SummarizeConfig
 from laminae.tasks.embed.runtime import loaded_once
@@ -65,7 +66,7 @@ def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: Summarize
     return text[: cfg.max_chars].strip() or None
 
 
-class SummaryLate(TimeoutError):
+class SummaryLate(LaminaeError, TimeoutError):
     """A document whose summary was not made by the batch's deadline."""
 
 
@@ -112,7 +113,7 @@ def seq2seq_summaries(texts: list[str], cfg: SummarizeConfig, device: str = "cpu
     return out
 
 
-class EndpointError(RuntimeError):
+class EndpointError(LaminaeError, RuntimeError):
     """The summary endpoint could not be used; the message says why. ``retryable``: the endpoint
     may answer if asked again (408, 429, 5xx)."""
 

@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from laminae.schemas.errors import LaminaeError
 from laminae.tasks.nodes.build import component_row, edge_row, subcomponent_row
 from laminae.tasks.nodes.sentences import split_sentences
 
@@ -24,7 +25,7 @@ _TIMING = re.compile(rf"^\s*({_CLOCK})\s*-->\s*({_CLOCK})")
 _TAG = re.compile(r"<[^>]*>")
 
 
-class CaptionError(ValueError):
+class CaptionError(LaminaeError, ValueError):
     """A caption file that cannot be read; ``reason`` is the error row's."""
 
     def __init__(self, reason: str, message: str) -> None:

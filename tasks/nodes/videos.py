@@ -36,8 +36,9 @@ from laminae.schemas.storage import IndexFiles
 from laminae.schemas.tables import error_row, timeout_row
 from laminae.schemas.timecodes import clock
 from laminae.tasks.config import BuildSettings, VideoConfig
-from laminae.tasks.crawl.fetch import FetchResult, fetch_images
+from laminae.tasks.crawl.fetch import fetch_images
 from laminae.tasks.crawl.files import is_file_url
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.nodes.build import DocumentNodes, component_row, edge_row
 from laminae.tasks.nodes.keyframes import (
     VideoFrames,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from laminae.schemas.errors import LaminaeError
 
-class ParseError(Exception):
+
+class ParseError(LaminaeError):
     """A document that cannot be indexed; ``reason`` is its error row's reason (``unparsable_docx``,
     ``zip_bomb``...). Every format's parser raises this (or a subclass) for bad input."""
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 
+from laminae.schemas.errors import LaminaeError
 from laminae.tasks.config import OcrConfig
 from laminae.tasks.embed.runtime import loaded_once
 from laminae.tasks.parse.ocr_int8 import REC_HEIGHT
@@ -37,7 +38,7 @@ UNITS = frozenset({"mm", "cm", "km", "kg", "mg", "ml", "ha", "ft", "lb", "oz", "
                    "am", "pm", "ms", "hz", "khz", "mhz", "ghz", "kw", "kwh", "mw", "gw"})
 
 
-class OcrUnavailable(RuntimeError):
+class OcrUnavailable(LaminaeError, RuntimeError):
     """The recognizer cannot be loaded (the ml extra is missing); the message says what to install."""
 
 

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import digest
 from laminae.tasks.config import cache_dir
 from laminae.tasks.embed.runtime import file_digest, onnx_available
@@ -40,7 +41,7 @@ CALIBRATION_SEED = 5
 EXPORTS = 0  # graphs quantized by this process (the tests read it)
 
 
-class OcrQuantizeError(RuntimeError):
+class OcrQuantizeError(LaminaeError, RuntimeError):
     """The recognizer cannot be quantized here; the message says what to do instead."""
 
 

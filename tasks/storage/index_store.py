@@ -27,6 +27,7 @@ from lancedb.index import FTS, BTree
 
 import laminae
 from laminae.pins import pinned_versions
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import digest
 from laminae.schemas.search_text import SERIALIZATION
 from laminae.schemas.sql import sql_list
@@ -42,8 +43,10 @@ META_FILE = "index.json"
 COMMITTED_TABLES = ("documents", "components", "subcomponents", "edges", "fetches")
 
 
-class IndexConfigError(RuntimeError):
+class IndexConfigError(LaminaeError, RuntimeError):
     """The index cannot be written as asked; the message says how to fix it."""
+
+    exit_code = 2
 
 
 KEEP_EVERYTHING = timedelta(days=36500)  # optimize() without pruning: its default prunes after 7 days

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from laminae.schemas.errors import LaminaeError
 from laminae.schemas.storage import is_remote
 from laminae.tasks.storage.index_store import IndexConfigError, s3_object
 
@@ -51,7 +52,7 @@ class LeaseHeldError(IndexConfigError):
         self.holder = holder
 
 
-class LeaseLostError(RuntimeError):
+class LeaseLostError(LaminaeError, RuntimeError):
     """This writer's lease was taken over (its renewals failed for longer than the TTL): nothing
     more may be written or published."""
 

@@ -269,7 +269,7 @@ def test_a_stored_object_box_gives_the_key_it_was_embedded_under():
 
 
 def test_refresh_plan_keeps_unchanged_pages_and_removes_gone_and_dropped_ones():
-    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.crawl.results import FetchResult
     from laminae.tasks.refresh import plan_refresh, unsettled_pages
 
     def ok(url: str, key: str) -> FetchResult:

@@ -9,7 +9,8 @@ import pytest
 
 from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
-from laminae.tasks.crawl.fetch import crawl, sniff_content_type
+from laminae.tasks.crawl.fetch import crawl
+from laminae.tasks.crawl.formats import sniff_content_type
 from laminae.tasks.crawl.seeds import Seed, SeedsError, read_seeds
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import Route, page
@@ -107,9 +108,9 @@ def test_robots_txt(server, tmp_path):
 
 
 def test_robots_txt_wildcards_and_allow_precedence(server, tmp_path):
-    from laminae.tasks.crawl import fetch
+    from laminae.tasks.crawl.politeness import forget_robots
 
-    fetch._ROBOTS.clear()  # another test's answer for this origin may still be cached
+    forget_robots()  # another test's answer for this origin may still be cached
     server.routes["/robots.txt"] = Route(body=b"User-agent: *\nDisallow: /*?sort=\nDisallow: /*.pdf$\n"
                                               b"Disallow: /private/\nAllow: /private/public\n",
                                          content_type="text/plain")
@@ -216,7 +217,7 @@ def test_retry_after_is_honoured_and_bounded(server, tmp_path):
     from datetime import UTC, datetime, timedelta
     from email.utils import format_datetime
 
-    from laminae.tasks.crawl.fetch import retry_after_seconds
+    from laminae.tasks.crawl.request import retry_after_seconds
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
     assert retry_after_seconds("7") == 7.0

@@ -16,12 +16,14 @@ from pydantic import ValidationError
 
 from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
-from laminae.tasks.crawl import fetch
-from laminae.tasks.crawl.fetch import FetchResult, crawl, fetch_images
+from laminae.tasks.crawl import hosts
+from laminae.tasks.crawl.fetch import crawl, fetch_images
 from laminae.tasks.crawl.files import file_url, list_folder, real_roots, scope_of
 from laminae.tasks.crawl.hosts import host_of
 from laminae.tasks.crawl.links import extract_links
 from laminae.tasks.crawl.pictures import attach_images
+from laminae.tasks.crawl.politeness import ROBOTS_MAX_BYTES, forget_robots
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.parse.html import parse_html
 from laminae.tasks.storage.rawstore import RawStore
@@ -72,9 +74,9 @@ def peak_while(call):
 
 @pytest.fixture(autouse=True)
 def fresh_robots():
-    fetch._ROBOTS.clear()  # robots.txt answers are shared by a process's crawlers for an hour
+    forget_robots()  # robots.txt answers are shared by a process's crawlers for an hour
     yield
-    fetch._ROBOTS.clear()
+    forget_robots()
 
 
 @pytest.mark.parametrize(("target", "allow", "reason"), [
@@ -107,7 +109,7 @@ def test_a_robots_txt_gzip_bomb_is_cut_at_the_cap(server, tmp_path):
                                              RawStore(tmp_path)))
     got = rows(results, server)
     assert got[("/robots.txt", "robots_truncated")]["severity"] == "warning"
-    assert str(fetch.ROBOTS_MAX_BYTES) in got[("/robots.txt", "robots_truncated")]["message"]
+    assert str(ROBOTS_MAX_BYTES) in got[("/robots.txt", "robots_truncated")]["message"]
     assert ("/private/q", "robots_disallowed") in got  # the rules before the cap hold
     assert "/private/q" not in server.requests
     assert peak < 30 * MB  # ...that never inflates whole (200 MB)
@@ -163,7 +165,7 @@ def test_allow_private_lets_a_host_or_network_through(server, tmp_path):
 
 def test_a_name_that_rebinds_to_loopback_is_refused_at_the_connection(server, tmp_path, monkeypatch):
     # the name resolves to a public address when checked, then connects to loopback (DNS rebinding)
-    monkeypatch.setattr(fetch, "addresses_of", lambda host: ["93.184.216.34"])
+    monkeypatch.setattr(hosts, "addresses_of", lambda host: ["93.184.216.34"])
     server.routes["/r"] = Route(status=302, headers={"Location": f"{other(server)}/secret"})
     server.routes["/secret"] = Route(body=page("Secret", "<p>rebound secret</p>"))
     store = RawStore(tmp_path)

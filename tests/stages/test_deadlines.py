@@ -9,7 +9,7 @@ import pymupdf
 import pytest
 
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.parse.isolated import close_pools
 from laminae.tasks.storage.rawstore import RawStore

@@ -10,10 +10,11 @@ import pytest
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
-from laminae.tasks.crawl.fetch import FetchResult, crawl, fetch_images
+from laminae.tasks.crawl.fetch import crawl, fetch_images
 from laminae.tasks.crawl.hosts import seed_scope
 from laminae.tasks.crawl.links import extract_links, resolve_href
 from laminae.tasks.crawl.pictures import attach_images
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.crawl.seeds import Seed, SeedsError, read_seeds
 from laminae.tasks.refresh import plan_refresh
 from laminae.tasks.storage.rawstore import RawStore

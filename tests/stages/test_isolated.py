@@ -95,7 +95,7 @@ def test_exceptions_are_raised_as_from_a_plain_call():
 def test_pages_parse_in_workers_and_a_page_whose_worker_dies_becomes_an_error_row(tmp_path, monkeypatch):
     import laminae.tasks.nodes.pages as pipeline
     from laminae.tasks.config import BuildSettings
-    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.crawl.results import FetchResult
     from laminae.tasks.storage.rawstore import RawStore
     from tests.conftest import page
 

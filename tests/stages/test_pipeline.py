@@ -11,7 +11,7 @@ from functools import cached_property
 
 from laminae.tasks import pipeline
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.pipeline import STAGES, BatchWork, Stage, ahead_stages, parse_batch, process_batch
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore

@@ -10,7 +10,8 @@ import pytest
 
 from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
-from laminae.tasks.crawl.fetch import FetchResult, crawl
+from laminae.tasks.crawl.fetch import crawl
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.crawl.seeds import Seed, SeedsError, looks_like_sitemap, read_seeds
 from laminae.tasks.crawl.sitemaps import SitemapTooLarge, inflate
 from laminae.tasks.refresh import plan_refresh

@@ -11,8 +11,8 @@ import pytest
 
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import BuildSettings
-from laminae.tasks.crawl.fetch import FetchResult
 from laminae.tasks.crawl.hosts import seed_scope
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.nodes.videos import add_video_nodes

@@ -164,7 +164,7 @@ def test_fts_finds_a_rare_keyword(small):
 def test_hybrid_finds_a_rare_keyword_that_dense_misses(tmp_path):
     from laminae.schemas.ids import document_id
     from laminae.tasks.config import EmbedConfig, ParseConfig
-    from laminae.tasks.crawl.fetch import FetchResult
+    from laminae.tasks.crawl.results import FetchResult
     from laminae.tasks.embed.embedders import embed_rows, load_embedder
     from laminae.tasks.nodes.build import build_nodes
     from laminae.tasks.parse.html import parse_html

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from laminae.tasks.crawl.fetch import FetchResult
+from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.refresh import deletion_bound, plan_refresh
 
 

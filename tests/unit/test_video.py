@@ -8,7 +8,7 @@ import pytest
 from laminae.schemas.storage import IndexFiles
 from laminae.schemas.timecodes import clock
 from laminae.tasks.config import VideoConfig
-from laminae.tasks.crawl.fetch import sniff_content_type
+from laminae.tasks.crawl.formats import sniff_content_type
 from laminae.tasks.nodes.build import id_maker
 from laminae.tasks.nodes.keyframes import (
     VideoProblem,
