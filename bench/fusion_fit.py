@@ -44,17 +44,13 @@ if not __package__:  # run as a file: the repository's bench package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import laminae
-from bench.quality import build_index, local_hop_documents
+from bench.quality import DOCS, build_index, docs_questions, local_hop_documents
 from laminae import fusion
 from laminae.index import rrf
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {"wtq-dev": 0, "hybridqa-dev": 1}  # name: --follow-links
-DOCS = {  # docs-dev sites: set name -> (corpus, the folder its pages were indexed from)
-    "docs-django": ("django", "/usr/share/doc/python-django-doc/html"),
-    "docs-postgresql": ("postgresql", "/usr/share/doc/postgresql-doc-15/html"),
-}
 FOLDS = 5
 # A docs question's gold is pages: every component on them is a hit when scored, but only the
 # page's best few by reciprocal rank fusion are fitted as evidence. Labelling every component of
@@ -130,7 +126,7 @@ def _item(ev: fusion.Evidence, lists: list[np.ndarray], labels: np.ndarray, page
 def gather_docs(name: str, index_dir: Path) -> list[dict]:
     """``gather`` for a docs-dev site: one gold column per question, true for a component on any
     of the pages that answer it (docs-dev's score.py counts a hit the same way)."""
-    corpus, root = DOCS[name]
+    _, root, _ = DOCS[name]
     root = root.rstrip("/") + "/"
     index = laminae.open(str(index_dir))
     g = index.graph
@@ -138,10 +134,7 @@ def gather_docs(name: str, index_dir: Path) -> list[dict]:
     rows = np.arange(len(comps.ids))
     page_of = [_relative(g.urls[d].as_py(), root) for d in range(len(g.urls))]
     out = []
-    for line in (SHARED / "docs-dev" / "questions.jsonl").read_text().splitlines():
-        q = json.loads(line) if line.strip() else None
-        if q is None or q.get("corpus") != corpus:
-            continue
+    for q in docs_questions(name):
         lists, ev, _ = index._fusion_evidence(q["q"], index._query_vector(q["q"]), rows, None, 2, signals=True)
         gold = set(q["pages"])
         labels = np.array([[page_of[int(comps.doc[r])] in gold] for r in ev.rows.tolist()], dtype=bool)
@@ -185,6 +178,18 @@ def by_kind(sets: dict[str, list[dict]], procedural: bool) -> dict[str, list[dic
 
 def fit_models(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
                drop: frozenset[str] = frozenset(), loss: str = "listwise") -> tuple[Model, Model | None]:
+    if ONE_MODEL:
+        features = set(fusion.GENERAL_FEATURES) | set(fusion.HOWTO_FEATURES) | set(EXTRA)
+        return fit(sets, c, kinds, drop | (set(fusion.FEATURES) - features), loss), None
+    return routed_models(sets, c, kinds, drop, loss)
+
+
+ONE_MODEL: list[bool] = []
+EXTRA: list[str] = []
+
+
+def routed_models(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
+                  drop: frozenset[str] = frozenset(), loss: str = "listwise") -> tuple[Model, Model | None]:
     """(the general model, fitted with kind priors on the questions of the table and multi-hop sets
     (on the docs sites' other questions only when no such set is given: a docs site's handful would
     weigh as much as a whole kind, and six of them cost wtq-dev 0.025 MRR@10 and hybridqa-dev 0.2
@@ -410,7 +415,12 @@ def main() -> int:
     parser.add_argument("--write", metavar="VERSION", help="write the refitted how-to weights into laminae/fusion.py")
     parser.add_argument("--write-general", action="store_true",
                         help="with --write: the general weights too (fitted on the questions that are not how-to)")
+    parser.add_argument("--one-model", action="store_true", help="one model over every kind of question")
+    parser.add_argument("--extra", default="", help="features a one model also reads (comma list)")
     args = parser.parse_args()
+    if args.one_model:
+        ONE_MODEL.append(True)
+        EXTRA.extend(f for f in args.extra.split(",") if f)
     args.c = DEFAULT_C[args.loss] if args.c is None else args.c
     given = dict(item.split("=", 1) for item in args.index)
     kinds = tuple(k for k in args.kinds.split(",") if k)
@@ -421,7 +431,7 @@ def main() -> int:
         if name in DOCS:
             if name not in given:
                 parser.error(f"{name} needs --index {name}=DIR: build it with laminae build --seeds {DOCS[name][1]}"
-                             f" (../shared/bench/docs-dev/README.md)")
+                             f" (../shared/bench/{DOCS[name][2]}/README.md)")
             sets[name] = gather_docs(name, Path(given[name]))
         elif name in SETS:
             if not (SHARED / name / "questions.jsonl").exists():

@@ -1,11 +1,11 @@
 """Retrieval quality: every reader strategy against the shared development sets and their BM25.
 
 Reads ``../shared/bench/wtq-dev`` (table questions), ``../shared/bench/hybridqa-dev`` (multi-hop:
-table rows, then the passage a cell links to) and ``../shared/bench/docs-dev`` (how-to questions
-over two documentation sites Debian ships: ``docs-django``, Sphinx, and ``docs-postgresql``,
-DocBook). Serves wtq-dev and hybridqa-dev on 127.0.0.1 and builds each index with ``laminae
+table rows, then the passage a cell links to) ``../shared/bench/docs-dev`` and ``docs-more`` (how-to questions
+over four documentation sites Debian ships, each from another generator: ``docs-django``, Sphinx;
+``docs-postgresql``, DocBook; ``docs-maxima``, Texinfo; ``docs-fltk``, Doxygen). Serves wtq-dev and hybridqa-dev on 127.0.0.1 and builds each index with ``laminae
 build`` defaults in a fresh process (hybridqa-dev with ``--follow-links 1``); a docs site is built
-from its installed folder (``apt-get install python-django-doc postgresql-doc-15``); or reuses an
+from its installed folder (``apt-get install`` the ``PACKAGES``); or reuses an
 index given with ``--index SET=DIR``. Runs each strategy through the public reader. wtq-dev and
 hybridqa-dev: one run file per strategy in ``--out`` (default: a temporary folder), scored by the
 set's own ``score.py``, beside its ``baseline_bm25.py`` (and one-hop link expansion) run in the
@@ -15,7 +15,7 @@ index (whole pages, and the components' search text). Prints one table per set w
 then one summary table: the default ``retrieve`` against the set's BM25 reference, with ratios.
 Pages and questions are read from the shared folder, never copied.
 
-    .venv/bin/python bench/quality.py [--sets wtq-dev,hybridqa-dev,docs-django,docs-postgresql] \
+    .venv/bin/python bench/quality.py [--sets wtq-dev,hybridqa-dev,docs-django,docs-postgresql,docs-maxima,docs-fltk] \
         [--index SET=DIR] [--out DIR]
 """
 
@@ -38,10 +38,20 @@ from laminae.flows.demo import SiteServer
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "bench"
 SETS = {"wtq-dev": {"follow_links": 0}, "hybridqa-dev": {"follow_links": 1}}
-DOCS = {  # docs-dev sites: set name -> (corpus in questions.jsonl, the folder the package installs)
-    "docs-django": ("django", "/usr/share/doc/python-django-doc/html"),
-    "docs-postgresql": ("postgresql", "/usr/share/doc/postgresql-doc-15/html"),
+DOCS = {  # documentation sites: set name -> (corpus in questions.jsonl, the folder the package installs, the set)
+    "docs-django": ("django", "/usr/share/doc/python-django-doc/html", "docs-dev"),
+    "docs-postgresql": ("postgresql", "/usr/share/doc/postgresql-doc-15/html", "docs-dev"),
+    "docs-maxima": ("maxima", "/usr/share/doc/maxima-doc/html", "docs-more"),
+    "docs-fltk": ("fltk", "/usr/share/doc/fltk1.3-doc/HTML", "docs-more"),
 }
+PACKAGES = "python-django-doc postgresql-doc-15 maxima-doc fltk1.3-doc"
+
+
+def docs_questions(name: str) -> list[dict]:
+    """The how-to questions of documentation site ``name`` (a ``DOCS`` key), from its set's file."""
+    corpus, _, folder = DOCS[name]
+    lines = (SHARED / folder / "questions.jsonl").read_text().splitlines()
+    return [q for q in (json.loads(line) for line in lines if line.strip()) if q.get("corpus") == corpus]
 ONLY: list[str] = []  # --only: run the strategies whose label holds one of these (and the default)
 SUMMARY: list[tuple[str, str, float, str, float]] = []  # set, metric, retrieve, reference, its value
 LAYER2_DEPTH = 50  # layer-2 hits read to find 10 distinct components
@@ -216,11 +226,11 @@ def docs_scorer():
 
 
 def run_docs(name: str, index_dir: Path | None, out: Path) -> None:
-    corpus, folder = DOCS[name]
+    _, folder, _ = DOCS[name]
     root = folder.rstrip("/") + "/"
     if index_dir is None:
         if not Path(folder).is_dir():
-            raise SystemExit(f"{name}: {folder} is missing: apt-get install -y python-django-doc postgresql-doc-15, "
+            raise SystemExit(f"{name}: {folder} is missing: apt-get install -y {PACKAGES}, "
                              f"or give --index {name}=DIR")
         index_dir = out / f"index-{name}"
         started = time.perf_counter()
@@ -228,9 +238,7 @@ def run_docs(name: str, index_dir: Path | None, out: Path) -> None:
                         str(index_dir), "--progress", "off"], check=True)
         print(f"\n{name}: built {index_dir} in {time.perf_counter() - started:.0f} s")
     score = docs_scorer()
-    questions = [json.loads(line) for line in (SHARED / "docs-dev" / "questions.jsonl").read_text().splitlines()
-                 if line.strip()]
-    questions = [q for q in questions if q.get("corpus") == corpus]
+    questions = docs_questions(name)
     index = laminae.open(str(index_dir))
     g = index.graph
     page_of = {g.layers[0].ids[d]: score.relative(g.urls[d].as_py(), root) for d in range(len(g.urls))}
@@ -299,7 +307,7 @@ def main() -> int:
     for n in [*names, *given]:
         if n not in every:
             parser.error(f"unknown set {n!r}; sets are {', '.join(every)}")
-        bench = SHARED / ("docs-dev" if n in DOCS else n)
+        bench = SHARED / (DOCS[n][2] if n in DOCS else n)
         if not (bench / "questions.jsonl").exists():
             parser.error(f"{bench} is missing: the development sets live in ../shared/bench")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="laminae-quality-"))

@@ -64,6 +64,9 @@ FEATURES = (
     # how close the component's page (its title and summary, the layer-0 vector) is to the question
     "page_similarity",
     "page_similarity_below_best",  # minus the best among the candidates' pages
+    # the whole page's BM25 for the question (laminae.ranking.page_bm25)
+    "page_bm25",  # over the best page's
+    "page_bm25_rank",  # 1 / (RANK_K + rank) of its page in the page BM25 ranking
 )
 SIGNALS = FEATURES[9:14]  # the columns of component_signals
 # The features each model reads (the others weigh 0). Held out by site (bench/fusion_fit.py
@@ -74,7 +77,8 @@ SIGNALS = FEATURES[9:14]  # the columns of component_signals
 # the table-for-a-how-to-question column each moved the two sites in opposite directions and
 # together cost PostgreSQL 0.03, so they are measured but not used.
 GENERAL_FEATURES = FEATURES[:9]
-HOWTO_FEATURES = (*FEATURES[:9], "page_evidence", "page_similarity", "page_similarity_below_best")
+HOWTO_FEATURES = (*FEATURES[:9], "page_evidence", "page_similarity", "page_similarity_below_best", "page_bm25",
+                  "page_bm25_rank")
 FUNCTION_WORDS = (r"\b(?:the|a|an|of|to|in|is|are|be|been|that|this|it|its|for|with|as|on|by|or|and|if|"
                   r"you|your|can|will|not|which|from|at|when|into|than|then|there|these|so|we|has|have|was|"
                   r"were|but|do|does|should|must|may|each|any|all|how|what)\b")
@@ -89,7 +93,7 @@ KINDS: tuple[str, ...] = ("table",)
 
 # Fitted by bench/fusion_fit.py (see its output for the cross-validated quality of this fit).
 WEIGHTS_VERSION = "2026-11-27-listwise"
-WEIGHTS = np.array([0.18208, 1.07218, 0.137313, 183.309, -0.510026, 140.915, 2.18908, 156.7, 3.18796, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+WEIGHTS = np.array([0.18208, 1.07218, 0.137313, 183.309, -0.510026, 140.915, 2.18908, 156.7, 3.18796, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
 KIND_PRIOR: dict[str, float] = {'table': 2.08566}
 INTERCEPT = -11.7868
 
@@ -99,7 +103,7 @@ INTERCEPT = -11.7868
 # 0.03 MRR@10 held out while the how-to questions still ranked generated index tables and source
 # listings first.
 HOWTO_WEIGHTS_VERSION = "2026-11-27-listwise"
-HOWTO_WEIGHTS = np.array([3.27583, 0.411448, 3.00754, 139.733, 0.545276, 67.2642, 2.36506, 108.92, 0.2084, 0, 0, 0, 0, 0, 0, 0, 1.82823, 2.45768, 2.63732])
+HOWTO_WEIGHTS = np.array([3.27583, 0.411448, 3.00754, 139.733, 0.545276, 67.2642, 2.36506, 108.92, 0.2084, 0, 0, 0, 0, 0, 0, 0, 1.82823, 2.45768, 2.63732, 0, 0])
 HOWTO_INTERCEPT = -10.9224
 
 
@@ -121,6 +125,8 @@ class Evidence:
     docs: np.ndarray  # the candidates' document rows
     procedural: bool  # is_procedural(the question)
     page_similarity: np.ndarray | None = None  # the question against each candidate's document vector
+    page_bm25: np.ndarray | None = None  # its page's whole-page BM25, over the best page's
+    page_bm25_rank: np.ndarray | None = None  # its page's rank in the page BM25 ranking, ABSENT_RANK if not there
 
 
 def features(ev: Evidence) -> np.ndarray:
@@ -157,6 +163,8 @@ def features(ev: Evidence) -> np.ndarray:
         page_evidence[page] / page_evidence.max(),
         page_similarity,
         page_similarity - page_similarity.max(),
+        np.zeros(n) if ev.page_bm25 is None else ev.page_bm25,
+        1.0 / (RANK_K + (np.full(n, float(ABSENT_RANK)) if ev.page_bm25_rank is None else ev.page_bm25_rank)),
     ]).astype(np.float64)
 
 

@@ -3,7 +3,8 @@
 Reads the node tables (``id``, ``document_id``, ``parent_id``, ``kind``, ``text``, ``vector``)
 and the ``links_to`` edges at one pinned version, or a snapshot of this view that the builder
 saved for that version (``_snapshots/NNNNNNNN/``: numpy arrays memory-mapped, Arrow IPC files;
-since issue 19 also each layer's sign codes, ``codes{i}.npy``, see ``laminae.vectors``), which loads
+since issue 19 also each layer's sign codes, ``codes{i}.npy``, see ``laminae.vectors``, and the
+components' copies, ``copies1.npy``, see ``laminae.copies``), which loads
 in a fraction of the time (its files named in ``laminae.snapshots``). ``Graph.save`` and
 ``write_snapshot`` write such a snapshot. Rows of every layer are grouped by document (and
 subcomponents by parent), so each group is one contiguous slice. Navigation (``children``,
@@ -22,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from laminae.copies import COPIES_FILE, copies
 from laminae.errors import check_direction
 from laminae.snapshot_writer import SnapshotWriter
 from laminae.snapshots import COMPONENT_LINKS, LINKS, layer_file, snapshot_problem
@@ -215,6 +217,19 @@ class Graph:
         ).astype(np.int64)
         self._adjacency(*_link_pairs(tables["edges"], docs.column("id"), comps_ids, subs.column("id"),
                                      sub_layer.parent))
+        self._copies: np.ndarray | None = None
+        self._moved: np.ndarray | None = None
+        self._copies_lock = threading.Lock()
+
+    def copies(self) -> tuple[np.ndarray, np.ndarray]:
+        """(per component row, the row of the copy it defers to (``laminae.copies``): the
+        snapshot's, or computed on first use for a view without one; the rows that defer)."""
+        with self._copies_lock:
+            if self._copies is None:
+                self._copies = copies(self.layers[1].text, self.layers[1].doc)
+            if self._moved is None:
+                self._moved = np.flatnonzero(self._copies != np.arange(len(self._copies)))
+            return self._copies, self._moved
 
     def _adjacency(self, links: np.ndarray, component_links: np.ndarray) -> None:
         """Link dictionaries from (document → document) and (component → document) row pairs."""
@@ -344,6 +359,9 @@ class Graph:
                 graph.doc_position = layer.position
             graph.layers.append(layer)
         graph._adjacency(np.load(src / LINKS), np.load(src / COMPONENT_LINKS))
+        graph._copies = np.load(src / COPIES_FILE) if (src / COPIES_FILE).exists() else None  # absent before issue 45
+        graph._moved = None
+        graph._copies_lock = threading.Lock()
         return graph
 
 

@@ -29,6 +29,7 @@ MODES = ("auto", "dense", "fts", "hybrid")
 RRF_K = 60
 FUSION_DEPTH = 100  # candidates each ranked list contributes to a fusion
 COVERAGE_DEPTH = 1000  # at least this many components are read per question term (a tenth of them when more)
+PAGE_K1, PAGE_B = 1.2, 0.75  # page_bm25: BM25's usual saturation and length normalization
 
 Rows = list[tuple[int, float]]  # (row, score), best first
 
@@ -158,9 +159,12 @@ def fts_components(sources: Sources, text: str, found: np.ndarray, documents) ->
         parent = int(subs.parent[row])
         if parent >= 0:
             best.setdefault(parent, []).append(score)
-    allowed = set(found.tolist()) if len(found) != len(sources.graph.layers[1].ids) else None
+    allowed = None
+    if len(found) != len(sources.graph.layers[1].ids):
+        allowed = np.zeros(len(sources.graph.layers[1].ids), dtype=bool)
+        allowed[found] = True
     scored = {c: s[0] + 0.5 * (s[1] if len(s) > 1 else 0.0) for c, s in best.items()
-              if allowed is None or c in allowed}  # scores arrive best first
+              if allowed is None or allowed[c]}  # scores arrive best first
     order = sorted(scored, key=lambda c: (-scored[c], c))
     return np.array(order, dtype=np.int64), np.array([scored[c] for c in order], dtype=np.float64)
 
@@ -199,6 +203,48 @@ def term_coverage(sources: Sources, text: str, found: np.ndarray,
             total += idf
     candidates = found[score[found] > 0]
     return ranked(candidates, score[candidates], FUSION_DEPTH), score, total
+
+
+def page_bm25(graph: Graph, matches: Sequence[Rows], counted: np.ndarray | None) -> np.ndarray:
+    """Per document row: the whole page's BM25 for the question's terms (``matches``: the
+    components each term's full-text lookup found, as ``term_coverage`` reads them). A page's
+    frequency of a term is how many of its components hold it in their search text (the page's
+    title and section names count in every component under them), its length its number of
+    components; Lucene's idf over pages, ``PAGE_K1`` and ``PAGE_B``. Only components ``counted``
+    (a mask over every component; None: all) count. A whole-page BM25 prefers the short page where
+    the question's words gather over the long one that also holds them, which a component's own
+    scores cannot see."""
+    comps = graph.layers[1]
+    n_docs = len(graph.layers[0].ids)
+    out = np.zeros(n_docs, np.float64)
+    length = np.diff(np.asarray(comps.starts, dtype=np.int64)).astype(np.float64)
+    if n_docs == 0 or not (length > 0).any():
+        return out
+    norm = PAGE_K1 * (1.0 - PAGE_B + PAGE_B * length / length[length > 0].mean())
+    for found in matches:
+        rows = np.fromiter((r for r, _ in found), np.int64, len(found))
+        if counted is not None:
+            rows = rows[counted[rows]]
+        doc = np.asarray(comps.doc, dtype=np.int64)[rows]
+        pages, tf = np.unique(doc[doc >= 0], return_counts=True)
+        if len(pages):
+            idf = math.log(1.0 + (n_docs - len(pages) + 0.5) / (len(pages) + 0.5))
+            out[pages] += idf * tf * (PAGE_K1 + 1.0) / (tf + norm[pages])
+    return out
+
+
+def best_of_pages(graph: Graph, pages: np.ndarray, score: np.ndarray, counted: np.ndarray | None) -> np.ndarray:
+    """The component row of each of ``pages`` with the highest ``score`` (a value per component;
+    the first row on ties), among those ``counted``; pages with none left out."""
+    starts = graph.layers[1].starts
+    out = []
+    for page in np.asarray(pages, dtype=np.int64).tolist():
+        rows = np.arange(starts[page], starts[page + 1])
+        if counted is not None:
+            rows = rows[counted[rows]]
+        if len(rows):
+            out.append(int(rows[np.argmax(score[rows])]))
+    return np.array(out, dtype=np.int64)
 
 
 # -- components through their subcomponents ----------------------------------------------------

@@ -14,17 +14,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from laminae import fusion
+from laminae.copies import left_out
 from laminae.errors import ReaderArgumentError
 from laminae.graph import Graph
 from laminae.hits import Hit, top_hits, with_similarity
 from laminae.ranking import (
     FUSION_DEPTH,
     Sources,
+    best_of_pages,
     component_query_max,
     coverage_lookups,
     dense,
     fts,
     fts_components,
+    page_bm25,
     ranked,
     rows,
     rrf,
@@ -75,19 +78,29 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
                     signals: bool = False) -> Evidence | None:
     """The rankings ``fused_components`` fuses, and for a text query at granularity 2 the
     ``fusion.Evidence`` of every component they hold (None otherwise); None when ``found`` is
-    empty. Returns (rankings, evidence, dense similarity of every row of ``found``). The evidence
-    holds ``fusion.component_signals`` when the question's weights read them or ``signals`` asks
-    for them (fitting), zeros otherwise."""
+    empty. Returns (rankings, evidence, dense similarity of every row of ``found``). A copy that
+    defers to another one in ``found`` (``laminae.copies``) is in no ranking. The evidence holds
+    ``fusion.component_signals`` when the question's weights read them or ``signals`` asks for
+    them (fitting), zeros otherwise; its candidates are those of the rankings and the best
+    component (by term coverage) of each of the ``FUSION_DEPTH`` pages with the best whole-page
+    BM25 (``page_bm25``)."""
     graph = sources.graph
     comps = graph.layers[1]
     if len(found) == 0:
         return None
+    every = found
     lookups = coverage_lookups(sources, query) if isinstance(query, str) else None  # they run meanwhile
     q = sources.query.vector(query) if q is None else q
     similarity = (component_query_max(graph, q[None, :], found)[:, 0] if granularity == 2
                   else dense(graph, 1, found, q))
     kinds = comps.kinds[found]
-    lists = [ranked(found[kinds == kind], similarity[kinds == kind], FUSION_DEPTH) for kind in sorted(set(kinds))]
+    counted = counted_copies(graph, found)
+    kept_similarity = similarity
+    if counted is not None:
+        kept = counted[found]
+        found, kinds, kept_similarity = found[kept], kinds[kept], similarity[kept]
+    lists = [ranked(found[kinds == kind], kept_similarity[kinds == kind], FUSION_DEPTH)
+             for kind in sorted(set(kinds))]
     if not isinstance(query, str):
         return lists, None, similarity
     if granularity != 2:
@@ -97,17 +110,29 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
         lists.append(term_coverage(sources, query, found, lookups)[0])
         return lists, None, similarity
     bm25_rows, bm25 = fts_components(sources, query, found, documents)
-    coverage_rows, coverage, coverage_total = term_coverage(sources, query, found, lookups)
-    candidates = np.array(sorted(set(np.concatenate([*lists, bm25_rows, coverage_rows]).tolist())),
+    matches = lookups()
+    coverage_rows, coverage, coverage_total = term_coverage(sources, query, found, lambda: matches)
+    if counted is None and len(found) != len(comps.ids):
+        counted = np.zeros(len(comps.ids), dtype=bool)
+        counted[found] = True
+    pages = page_bm25(graph, matches, counted)
+    scored = np.flatnonzero(pages > 0)
+    page_order = scored[np.lexsort((scored, -pages[scored]))]
+    page_rank = np.full(len(pages), float(fusion.ABSENT_RANK))
+    page_rank[page_order] = np.arange(1, len(page_order) + 1)
+    page_rows = best_of_pages(graph, page_order[:FUSION_DEPTH], coverage, counted)
+    candidates = np.array(sorted(set(np.concatenate([*lists, bm25_rows, coverage_rows, page_rows]).tolist())),
                           dtype=np.int64)
     by_row = np.empty(len(comps.ids), dtype=np.float32)
-    by_row[found] = similarity
+    by_row[every] = similarity
     unscored = candidates[~np.isfinite(by_row[candidates])]
     if len(unscored):  # found by text but outside the compact scan's shortlist: score them exactly
         by_row[unscored] = component_query_max(graph, q[None, :], unscored, exact=True)[:, 0]
-        similarity = by_row[found]
+        similarity = by_row[every]
     bm25_by_row = dict(zip(bm25_rows.tolist(), bm25.tolist(), strict=True))
     procedural = fusion.is_procedural(query)
+    docs = comps.doc[candidates]
+    best_page = pages.max() if len(pages) else 0.0
     ev = fusion.Evidence(
         rows=candidates, kinds=comps.kinds[candidates], similarity=by_row[candidates].astype(np.float64),
         own_similarity=(comps.vectors[candidates] @ q).astype(np.float64),
@@ -118,9 +143,29 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
         coverage_rank=fusion.ranks([coverage_rows], candidates), coverage_total=coverage_total,
         signals=(fusion.component_signals(graph, candidates) if signals or fusion.reads_signals(procedural)
                  else np.zeros((len(candidates), len(fusion.SIGNALS)))),
-        docs=comps.doc[candidates], procedural=procedural,
-        page_similarity=page_similarity(graph, q, comps.doc[candidates]))
+        docs=docs, procedural=procedural,
+        page_similarity=page_similarity(graph, q, docs),
+        page_bm25=np.where(docs >= 0, pages[docs] / best_page if best_page > 0 else 0.0, 0.0),
+        page_bm25_rank=np.where(docs >= 0, page_rank[docs], float(fusion.ABSENT_RANK)))
     return [*lists, bm25_rows, coverage_rows], ev, similarity
+
+
+def counted_copies(graph: Graph, found: np.ndarray) -> np.ndarray | None:
+    """A mask over every component: true for the rows of ``found`` a fusion counts, all but the
+    copies that defer to another copy also in ``found`` (``laminae.copies``); None when none
+    defers."""
+    copy_of, moved = graph.copies()
+    if len(moved) == 0:
+        return None
+    n = len(copy_of)
+    allowed = None
+    if len(found) != n:
+        allowed = np.zeros(n, dtype=bool)
+        allowed[found] = True
+    out = left_out(copy_of, moved, allowed)
+    if out is None:
+        return None
+    return ~out if allowed is None else allowed & ~out
 
 
 def page_similarity(graph: Graph, q: np.ndarray, docs: np.ndarray) -> np.ndarray:

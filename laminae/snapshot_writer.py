@@ -5,7 +5,7 @@ Reads rows of the three node layers handed to ``SnapshotWriter.add`` in their fi
 ``_snapshots/NNNNNNNN/`` directory that ``Graph.load`` reads: per layer ``vectors{i}.npy``
 (float32), ``codes{i}.npy`` (sign codes, ``laminae.vectors``), ``doc``/``parent``/``starts``
 (and ``parent_starts`` for layer 2) ``.npy``, ``nodes{i}.arrow`` (id, kind, text; title and url
-for documents), ``links.npy``, ``component_links.npy`` and ``COMPLETE`` (the names:
+for documents), ``links.npy``, ``component_links.npy``, ``copies1.npy`` (``laminae.copies``) and ``COMPLETE`` (the names:
 ``laminae.snapshots``). The directory is
 written under a temporary name, locked while in use (``laminae.snapshots.temporary``: the next
 writer removes one whose writer died), and renamed into place (an older one moved aside first, or
@@ -27,6 +27,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
+from laminae.copies import COPIES_FILE, copies
 from laminae.snapshots import (
     COMPLETE,
     COMPONENT_LINKS,
@@ -137,6 +138,9 @@ class SnapshotWriter:
                 sink, writer = self._nodes[layer]
                 writer.close()
                 sink.close()
+            with pa.memory_map(str(self.tmp / layer_file("nodes", 1))) as source:
+                texts = pa.ipc.open_file(source).read_all().column("text")
+                np.save(self.tmp / COPIES_FILE, copies(texts, np.load(self.tmp / layer_file("doc", 1))))
             np.save(self.tmp / LINKS, np.asarray(links, dtype=np.int64).reshape(-1, 2))
             np.save(self.tmp / COMPONENT_LINKS, np.asarray(component_links, dtype=np.int64).reshape(-1, 2))
             (self.tmp / COMPLETE).write_text("1")

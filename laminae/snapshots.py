@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from laminae.copies import COPIES_FILE
 from laminae.schemas.errors import LaminaeError
 from laminae.vectors import code_words
 
@@ -178,8 +179,9 @@ def snapshot_problem(directory: str | os.PathLike[str], dim: int | None = None) 
     truncated one fails) with the columns the reader reads; and the row counts must agree across
     a layer's files (vectors, codes, doc, parent, nodes), ``starts{i}`` hold one more than the
     documents, ``parent_starts2`` one more than the components, every layer's vectors have one
-    width (``dim`` when given) and codes the words of that width. ``codes{i}.npy`` may be absent
-    (snapshots written before issue 19). A missing directory is reported as such.
+    width (``dim`` when given) and codes the words of that width, and ``copies1.npy`` one row per
+    component. ``codes{i}.npy`` may be absent (snapshots written before issue 19), and
+    ``copies1.npy`` (before issue 45). A missing directory is reported as such.
     """
     try:
         _check_snapshot(Path(directory), dim)
@@ -222,6 +224,10 @@ def _check_snapshot(src: Path, dim: int | None) -> None:
     if parent_starts != rows[1] + 1:
         raise SnapshotDamage(f"{src / PARENT_STARTS} holds {parent_starts} values for {rows[1]} components "
                              f"(one more expected)")
+    if (src / COPIES_FILE).exists():  # absent in snapshots written before issue 45
+        copies = _npy_shape(src / COPIES_FILE, np.int64, 1)[0]
+        if copies != rows[1]:
+            raise SnapshotDamage(f"{src / COPIES_FILE} holds {copies} rows for {rows[1]} components")
     for name in (LINKS, COMPONENT_LINKS):
         shape = _npy_shape(src / name, np.int64, 2)
         if shape[1] != 2:

@@ -1,7 +1,9 @@
 """End-to-end ranking on a documentation site: a how-to question in plain words over a small
 synthetic site in Sphinx's shape (prose pages, a general index and a module index that are big
-link tables holding every term of the site) ranks the paragraph that answers it first, and the
-generated index pages below it. Real pages written by the test, a real build, the real model."""
+link tables holding every term of the site, and a single-page view of the whole manual, as
+Sphinx's singlehtml builder writes it) ranks the paragraph that answers it first, on the page
+that holds it with the least else around it, and the generated pages below it. Real pages
+written by the test, a real build, the real model."""
 
 from __future__ import annotations
 
@@ -86,13 +88,18 @@ def _site(root: Path) -> None:
     (root / "py-modindex.html").write_bytes(_chrome(
         f"<h1>Python Module Index</h1><table class='indextable modindextable'>{modules}</table>",
         "Python Module Index", 0))
+    whole = "".join(f"<section id='p{p}'><h1>{title}</h1>" + "".join(
+        f"<section><h2>{heading}</h2><p>{text}</p></section>" for heading, text in sections) + "</section>"
+        for p, (title, sections) in enumerate(PAGES.values()))
+    (root / "singlehtml.html").write_bytes(_chrome(whole, "Documentation (one page)", 0))
     (root / "index.html").write_bytes(_chrome(
         "<h1>Documentation</h1><p>Start with the topics below.</p><div class='toctree-wrapper'><ul>"
         + "".join(f"<li><a class='reference internal' href='{p}'>{t}</a></li>" for p, (t, _) in PAGES.items())
         + "</ul></div>", "Documentation", 0))
 
 
-def test_a_how_to_question_ranks_the_answering_paragraph_above_generated_indexes(tmp_path, prefect_harness):
+def test_a_how_to_question_ranks_the_answering_paragraph_above_generated_and_aggregate_pages(tmp_path,
+                                                                                              prefect_harness):
     from laminae.flows.build import build_index
 
     site = tmp_path / "site"
@@ -113,3 +120,12 @@ def test_a_how_to_question_ranks_the_answering_paragraph_above_generated_indexes
     assert docs[hits[0].document_id] == (site / "topics" / "cache.html").as_uri()
     ranks = [i for i, h in enumerate(hits) if docs[h.document_id] in by_page]
     assert not ranks or min(ranks) > 0
+    # the single page repeats every paragraph: its copies defer to the pages they come from
+    single = (site / "singlehtml.html").as_uri()
+    assert sum(docs[c["document_id"]] == single for c in comps) >= sum(len(s) for _, s in PAGES.values())
+    assert not [h for h in hits if docs[h.document_id] == single]
+    assert len({h.text for h in hits}) == len(hits)
+    # asked within the single page alone, its own copy is what there is to return
+    single_id = next(d for d, url in docs.items() if url == single)
+    within = index.retrieve("How can I get rid of a cached value before it expires?", k=3, documents=[single_id])
+    assert within and within[0].document_id == single_id and "call delete() with the entry's key" in within[0].text

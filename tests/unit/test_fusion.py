@@ -19,7 +19,8 @@ def _evidence() -> fusion.Evidence:
         dense_rank=np.array([1.0, 1.0, 2.0]), bm25=np.array([6.0, 0.0, 3.0]), bm25_rank=np.array([1.0, 1000.0, 2.0]),
         coverage=np.array([2.0, 1.0, 0.0]), coverage_rank=np.array([1.0, 2.0, 1000.0]), coverage_total=4.0,
         signals=np.arange(3.0 * len(fusion.SIGNALS)).reshape(3, -1), docs=np.array([0, 1, 0]), procedural=True,
-        page_similarity=np.array([0.2, 0.4, 0.2]))
+        page_similarity=np.array([0.2, 0.4, 0.2]), page_bm25=np.array([1.0, 0.25, 1.0]),
+        page_bm25_rank=np.array([1.0, 2.0, 1.0]))
 
 
 def test_features_follow_their_definitions():
@@ -30,9 +31,12 @@ def test_features_follow_their_definitions():
     page_0 = 3 / 61 + (1 / 62 + 1 / 62 + 1 / 1060)
     page_1 = 1 / 61 + 1 / 1060 + 1 / 62
     expected = [
-        [0.5, 0.0, 0.5 - 0.8, 1 / 61, 1.0, 1 / 61, 0.5, 1 / 61, 0.1, *signals[0], 1.0, math.log(3), 1.0, 0.2, -0.2],
-        [0.8, 0.0, 0.0, 1 / 61, 0.0, 1 / 1060, 0.25, 1 / 62, 0.2, *signals[1], 0.0, math.log(2), page_1 / page_0, 0.4, 0.0],
-        [0.3, 0.3 - 0.5, 0.3 - 0.8, 1 / 62, 0.5, 1 / 62, 0.0, 1 / 1060, 0.3, *signals[2], 1.0, math.log(3), 1.0, 0.2, -0.2],
+        [0.5, 0.0, 0.5 - 0.8, 1 / 61, 1.0, 1 / 61, 0.5, 1 / 61, 0.1, *signals[0], 1.0, math.log(3), 1.0, 0.2, -0.2,
+         1.0, 1 / 61],
+        [0.8, 0.0, 0.0, 1 / 61, 0.0, 1 / 1060, 0.25, 1 / 62, 0.2, *signals[1], 0.0, math.log(2), page_1 / page_0, 0.4, 0.0,
+         0.25, 1 / 62],
+        [0.3, 0.3 - 0.5, 0.3 - 0.8, 1 / 62, 0.5, 1 / 62, 0.0, 1 / 1060, 0.3, *signals[2], 1.0, math.log(3), 1.0, 0.2, -0.2,
+         1.0, 1 / 61],
     ]
     assert np.allclose(x, expected)
     ev = _evidence()
