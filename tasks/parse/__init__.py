@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 # 1: laminae before the version was recorded; 2: documentation generators parsed whole (issue 34),
 # no silent truncation (deep trees, huge text nodes and attributes; issue 29); 3: PDF layout, HTML
 # headings and spanning header cells, Markdown, text, CSV, Word, PowerPoint, Excel and EPUB (issue 43); 4: URLs normalised by RFC 3986 (dot-segments, escapes kept as
-# bytes, no userinfo), text decoded BOM-first, per-page caps (issue 44)
-PARSER_VERSION = 4
+# bytes, no userinfo), text decoded BOM-first, per-page caps (issue 44); 5: an empty content root
+# (Texinfo's <span id="content"></span>) skipped for the next rule (issue 45)
+PARSER_VERSION = 5
 
 # format -> (module, function); a function takes (body, url, cfg, ocr, charset)
 PARSERS: dict[str, tuple[str, str]] = {

@@ -311,3 +311,15 @@ def test_long_code_block_is_cut_between_lines():
     assert all(c.kind == "code" and len(c.text) <= 2000 for c in parsed.components)
     assert all(c.text.startswith("def step") for c in parsed.components), "cut at blank lines, between functions"
     assert "\n\n".join(c.text for c in parsed.components) == source.strip()
+
+
+def test_an_empty_content_anchor_is_no_content_root():
+    """Texinfo's single-page manuals open with ``<span id="content"></span>``: the page is read
+    from its body, not from that empty anchor; a content root that holds text still wins."""
+    manual = ("<html><body><span id='content'></span><h1>Manual</h1><p>First chapter text here.</p>"
+              "<h2>Functions</h2><p>Function: expand (expr) expands products.</p></body></html>")
+    page = parse_html(manual.encode(), "https://example.org/manual.html")
+    assert [c.text for c in page.components] == ["First chapter text here.", "Function: expand (expr) expands products."]
+    framed = ("<html><body><nav><p>Site menu entry</p></nav><div id='content'><p>The page's own text.</p></div>"
+              "</body></html>")
+    assert [c.text for c in parse_html(framed.encode(), "https://example.org/p.html").components] == ["The page's own text."]

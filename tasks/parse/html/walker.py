@@ -37,6 +37,12 @@ CONTENT_ROOTS = (
 )
 
 
+def _holds_content(element: etree._Element) -> bool:
+    """Whether an element holds any text or a picture, video or table."""
+    return bool(element.xpath("boolean(normalize-space(string(.)))")) or bool(
+        element.xpath(".//img | .//video | .//table | .//svg"))
+
+
 class Section(NamedTuple):
     """A heading (or a definition's term) above what follows it."""
 
@@ -318,7 +324,9 @@ class HtmlParser(TableReader, ListReader, CodeReader, MediaReader):
                 break
         content = None
         for xpath in CONTENT_ROOTS:
-            found = root.xpath(xpath)
+            # an empty element is no content root: Texinfo's single-page manuals open with an
+            # anchor <span id="content"></span> before the whole manual
+            found = [e for e in root.xpath(xpath) if _holds_content(e)]
             if found:
                 content = found[0]
                 break
