@@ -1,30 +1,34 @@
-"""Fit the learned fusion's weights (``laminae/fusion.py``) on questions of three kinds.
+"""Fit the learned fusion's weights and its gate (``laminae/fusion.py``) on questions of three kinds.
 
 Reads ``../shared/bench/wtq-dev`` (table questions), ``../shared/bench/hybridqa-dev`` (multi-hop:
-a table row, then the passage a cell links to) and ``../shared/bench/docs-dev`` (how-to questions
-over two documentation sites, Django's Sphinx pages and PostgreSQL's DocBook pages: sets
-``docs-django`` and ``docs-postgresql``), their questions, gold and the shared scorers' matchers,
-and their indexes (built with ``laminae build`` defaults as ``bench/quality.py`` builds them, or
-given with ``--index SET=DIR``); writes nothing unless ``--write``, which puts the fitted weights
-into ``laminae/fusion.py``. For every question the reader gathers its evidence for every component
-any ranking found (``Index._fusion_evidence``, the code ``retrieve`` runs) and the set's gold
-labels which components are evidence (a docs question: any component on a page that answers it);
-a multi-hop set's questions are gathered a second time as the local hop's last move ranks them.
-A linear model is fitted to each question's ranking of its candidates (``--loss listwise``: a
-softmax over the question's candidates, standardized features, L2 with ``--c``), then calibrated
-(Platt) so that its scores stay probabilities; ``--loss pointwise`` is the logistic regression
-over every candidate fitted before. The kinds of question weigh the same in total (tables,
-multi-hop, how-to; the two docs sites share theirs), times ``KIND_WEIGHT``; each model reads its
-own features (``fusion.GENERAL_FEATURES``, ``fusion.HOWTO_FEATURES``). Held-out quality per set
-(R@10 and MRR@10; for a docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and
-hybridqa-dev by 5 folds that hold out whole pages, a docs site by leaving the whole site out (the
-fit never saw the site, its generator or its questions; with one docs site only, by 5 folds of its
+a table row, then the passage a cell links to) and the documentation sites of ``docs-dev`` and
+``docs-more`` (how-to and concept questions: ``docs-django``, Sphinx; ``docs-postgresql``,
+DocBook; ``docs-maxima``, Texinfo; ``docs-fltk``, Doxygen; ``bench.quality.DOCS``), their
+questions, gold and the shared scorers' matchers, and their indexes (built with ``laminae build``
+defaults as ``bench/quality.py`` builds them, or given with ``--index SET=DIR``); writes nothing
+unless ``--write``, which puts the fitted weights into ``laminae/fusion.py`` (``--gathered FILE``
+keeps the evidence gathered, to refit without the indexes). For every question the reader gathers
+its evidence for every component any ranking found (``Index._fusion_evidence``, the code
+``retrieve`` runs) and the set's gold labels which components are evidence (a docs question: any
+component on a page that answers it); a multi-hop set's questions are gathered a second time as
+the local hop's last move ranks them. A linear model is fitted to each question's ranking of its
+candidates (``--loss listwise``: a softmax over the question's candidates, standardized
+features, L2 with ``--c``), then calibrated (Platt) so that its scores stay probabilities;
+``--loss pointwise`` is the logistic regression over every candidate fitted before. Two models:
+the general one on the table and multi-hop questions (kinds weighing the same, times
+``KIND_WEIGHT``), the how-to one on the docs sites' questions, each reading its own features
+(``fusion.GENERAL_FEATURES``, ``fusion.HOWTO_FEATURES``); and the gate that picks one for a
+question (``fit_gate``, over ``fusion.GATE_FEATURES``). Held-out quality per set (R@10 and MRR@10;
+for a docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and hybridqa-dev by 5 folds
+that hold out whole pages, a docs site by leaving the whole site out (the fit and the gate never
+saw the site, its generator or its questions; with one docs site only, by 5 folds of its
 questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py`` now and the refit.
-``--ablate`` refits without each feature (and without the kind priors) and prints what each one is
-worth per set, held out.
+``--ablate`` refits without each feature (and without the kind priors, and without each of the
+gate's features) and prints what each one is worth per set, held out.
 
     .venv/bin/python bench/fusion_fit.py --index wtq-dev=DIR --index hybridqa-dev=DIR \
-        --index docs-django=DIR --index docs-postgresql=DIR [--ablate] [--write VERSION]
+        --index docs-django=DIR --index docs-postgresql=DIR --index docs-maxima=DIR \
+        --index docs-fltk=DIR [--ablate] [--gathered FILE] [--write VERSION [--write-general]]
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import pickle
 import re
 import sys
 import tempfile
@@ -119,8 +124,9 @@ def _item(ev: fusion.Evidence, lists: list[np.ndarray], labels: np.ndarray, page
     fused_rows, _ = rrf(lists)
     rrf_rank = {r: i for i, r in enumerate(fused_rows.tolist())}
     return {"rows": ev.rows, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
-            "rrf": -np.array([rrf_rank[r] for r in ev.rows.tolist()], dtype=np.float64),
-            "page": page, "question": fusion.is_question(text), "procedural": fusion.is_procedural(text)}
+            "rrf": -np.array([rrf_rank.get(r, len(rrf_rank)) for r in ev.rows.tolist()], dtype=np.float64),
+            "page": page, "question": fusion.is_question(text), "procedural": ev.procedural,
+            "gate_x": fusion.question_features(ev), "text": text}
 
 
 def gather_docs(name: str, index_dir: Path) -> list[dict]:
@@ -170,40 +176,63 @@ def served(item: dict, weights=None, prior=None, intercept=None) -> np.ndarray:
 Model = tuple[np.ndarray, dict[str, float], float]
 
 
-def by_kind(sets: dict[str, list[dict]], procedural: bool) -> dict[str, list[dict]]:
-    """The sets' questions that are (not) how-to questions; sets left with none are dropped."""
-    kept = {name: [i for i in items if i.get("procedural", False) == procedural] for name, items in sets.items()}
-    return {name: items for name, items in kept.items() if items}
+Gate = tuple[np.ndarray, float]
+Models = tuple[Model, Model | None, Gate | None]
+
+
+def is_docs(name: str) -> bool:
+    return name in DOCS
 
 
 def fit_models(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
-               drop: frozenset[str] = frozenset(), loss: str = "listwise") -> tuple[Model, Model | None]:
-    if ONE_MODEL:
-        features = set(fusion.GENERAL_FEATURES) | set(fusion.HOWTO_FEATURES) | set(EXTRA)
-        return fit(sets, c, kinds, drop | (set(fusion.FEATURES) - features), loss), None
-    return routed_models(sets, c, kinds, drop, loss)
+               drop: frozenset[str] = frozenset(), loss: str = "listwise",
+               gate_drop: frozenset[str] = frozenset()) -> Models:
+    """(the general model, fitted with kind priors on the questions of the table and multi-hop sets;
+    the how-to model, fitted on the documentation sites' questions, without: None when there are
+    none; the gate that tells which of the two serves a question (``fit_gate``), None without docs
+    sites). A docs site's handful of questions in the general fit would weigh as much as a whole
+    kind: six of them cost wtq-dev 0.025 MRR@10 and hybridqa-dev 0.2 held out. One model over every
+    kind (the how-to features, the kind priors) held out by site: Django 0.816 -> 0.722 MRR@10,
+    Maxima 0.660 -> 0.491, hybridqa-dev 0.886 -> 0.869 (2026-11-27, page BM25 features in both)."""
+    general_sets = {name: items for name, items in sets.items() if not is_docs(name)} or sets
+    general = fit(general_sets, c, kinds, drop | (set(fusion.FEATURES) - set(fusion.GENERAL_FEATURES)), loss)
+    howto_sets = {name: items for name, items in sets.items() if is_docs(name)}
+    if not howto_sets:
+        return general, None, None
+    howto = fit(howto_sets, c, (), drop | (set(fusion.FEATURES) - set(fusion.HOWTO_FEATURES)), loss)
+    return general, howto, (fit_gate(sets, gate_drop) if len(howto_sets) < len(sets) else None)
 
 
-ONE_MODEL: list[bool] = []
-EXTRA: list[str] = []
+def fit_gate(sets: dict[str, list[dict]], drop: frozenset[str] = frozenset()) -> Gate:
+    """Weights over ``fusion.GATE_FEATURES`` (those in ``drop`` left at 0) and an intercept: a
+    logistic regression telling a documentation site's question from a table or multi-hop one,
+    each kind of question weighing the same in total (the docs sites share theirs)."""
+    from sklearn.linear_model import LogisticRegression
+
+    names = [name for name in sets if not name.endswith(HOP)]  # a local hop's questions are its set's again
+    kind = {name: "docs" if is_docs(name) else name for name in names}
+    keep = np.array([f not in drop for f in fusion.GATE_FEATURES])
+    x = np.vstack([i["gate_x"] for name in names for i in sets[name]])[:, keep]
+    y = np.array([is_docs(name) for name in names for _ in sets[name]])
+    weight = np.concatenate([np.full(len(sets[name]), 1.0 / (len(sets[name]) * list(kind.values()).count(kind[name])))
+                             for name in names])
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=1.0, max_iter=5000).fit((x - mean) / scale, y, sample_weight=weight * len(y))
+    coef = np.zeros(len(keep))
+    coef[keep] = model.coef_[0] / scale
+    return coef, float(model.intercept_[0] - coef[keep] @ mean)
 
 
-def routed_models(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
-                  drop: frozenset[str] = frozenset(), loss: str = "listwise") -> tuple[Model, Model | None]:
-    """(the general model, fitted with kind priors on the questions of the table and multi-hop sets
-    (on the docs sites' other questions only when no such set is given: a docs site's handful would
-    weigh as much as a whole kind, and six of them cost wtq-dev 0.025 MRR@10 and hybridqa-dev 0.2
-    held out); the how-to model, fitted on the how-to questions, without: None when there are none)."""
-    general_sets = {name: items for name, items in sets.items() if name not in DOCS} or sets
-    general = fit(by_kind(general_sets, False), c, kinds,
-                  drop | (set(fusion.FEATURES) - set(fusion.GENERAL_FEATURES)), loss)
-    howto = by_kind(sets, True)
-    return general, (fit(howto, c, (), drop | (set(fusion.FEATURES) - set(fusion.HOWTO_FEATURES)), loss)
-                     if howto else None)
+def routed_howto(item: dict, gate: Gate | None) -> bool:
+    """Whether ``gate`` sends the item's question to the how-to model (without a gate: as served now)."""
+    if gate is None:
+        return bool(item.get("procedural", False))
+    return bool(item["gate_x"] @ gate[0] + gate[1] >= 0.0)
 
 
-def served_by(item: dict, general: Model, howto: Model | None) -> np.ndarray:
-    model = howto if item.get("procedural", False) and howto is not None else general
+def served_by(item: dict, general: Model, howto: Model | None, gate: Gate | None = None) -> np.ndarray:
+    model = howto if howto is not None and routed_howto(item, gate) else general
     return fusion.scores(item["x"], item["kinds"], *model, question=item.get("question", True))
 
 
@@ -325,7 +354,8 @@ def page_folds(items: list[dict], rng: np.random.Generator) -> list[np.ndarray]:
 
 
 def held_out(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
-             drop: frozenset[str] = frozenset(), loss: str = "listwise") -> dict[str, tuple[float, float]]:
+             drop: frozenset[str] = frozenset(), loss: str = "listwise",
+             gate_drop: frozenset[str] = frozenset()) -> dict[str, tuple[float, float]]:
     """Per set, (R@10, MRR@10) of refits on questions they never saw: wtq-dev and hybridqa-dev by
     ``FOLDS`` folds of whole pages (every other set fully in training), a docs site by leaving
     the whole site out when another docs site is there to learn the kind from, else by folds of
@@ -337,13 +367,13 @@ def held_out(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fus
     for f in range(FOLDS):
         train = {name: [items[i] for i in range(len(items)) if i not in set(folds[name][f].tolist())]
                  if name in folds else items for name, items in sets.items()}
-        models = fit_models(train, c, kinds, drop, loss)
+        models = fit_models(train, c, kinds, drop, loss, gate_drop)
         for name in folds:
             for i in folds[name][f].tolist():
                 held[name][0].append(sets[name][i])
                 held[name][1].append(served_by(sets[name][i], *models))
     for name in whole:
-        models = fit_models({n: items for n, items in sets.items() if n != name}, c, kinds, drop, loss)
+        models = fit_models({n: items for n, items in sets.items() if n != name}, c, kinds, drop, loss, gate_drop)
         held[name] = (sets[name], [served_by(i, *models) for i in sets[name]])
     return {name: quality(*held[name]) for name in sets}
 
@@ -372,13 +402,22 @@ def ablation(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...],
     rows["- every feature read from its page (how-to)"] = held_out(sets, c, kinds, page, loss)
     if kinds:
         rows["- kind priors"] = held_out(sets, c, (), loss=loss)
+    for feature in fusion.GATE_FEATURES:
+        rows[f"- gate: {feature}"] = held_out(sets, c, kinds, loss=loss, gate_drop=frozenset({feature}))
     return rows
 
 
-def write_weights(general: Model | None, howto: Model | None, version: str) -> None:
-    """Put the fitted models into laminae/fusion.py (either may be None: left as it is)."""
+def write_weights(general: Model | None, howto: Model | None, version: str, gate: Gate | None = None) -> None:
+    """Put the fitted models into laminae/fusion.py (any may be None: left as it is)."""
     path = ROOT / "laminae" / "fusion.py"
     text = path.read_text()
+    if gate is not None:
+        block = (f'GATE_VERSION = "{version}"\n'
+                 f"GATE_WEIGHTS = np.array([{', '.join(f'{w:.6g}' for w in gate[0])}])\n"
+                 f"GATE_INTERCEPT = {gate[1]:.6g}\n")
+        text, count = re.subn(r'GATE_VERSION = .*?\nGATE_INTERCEPT = [^\n]*\n', lambda _: block, text, flags=re.S)
+        if count != 1:
+            raise SystemExit(f"could not find the gate block in {path}")
     if general is not None:
         weights, prior, intercept = general
         block = (f'WEIGHTS_VERSION = "{version}"\n'
@@ -412,22 +451,23 @@ def main() -> int:
     parser.add_argument("--kinds", default=",".join(fusion.KINDS),
                         help="component kinds given a learned prior (comma list; empty: none)")
     parser.add_argument("--ablate", action="store_true", help="refit without each feature and print the held-out cost")
-    parser.add_argument("--write", metavar="VERSION", help="write the refitted how-to weights into laminae/fusion.py")
+    parser.add_argument("--write", metavar="VERSION",
+                        help="write the refitted how-to weights and gate into laminae/fusion.py")
     parser.add_argument("--write-general", action="store_true",
                         help="with --write: the general weights too (fitted on the questions that are not how-to)")
-    parser.add_argument("--one-model", action="store_true", help="one model over every kind of question")
-    parser.add_argument("--extra", default="", help="features a one model also reads (comma list)")
+    parser.add_argument("--gathered", metavar="FILE", help="keep the gathered evidence in FILE and read it from "
+                        "there next time (refits without asking the indexes again; delete FILE after changing them)")
     args = parser.parse_args()
-    if args.one_model:
-        ONE_MODEL.append(True)
-        EXTRA.extend(f for f in args.extra.split(",") if f)
     args.c = DEFAULT_C[args.loss] if args.c is None else args.c
     given = dict(item.split("=", 1) for item in args.index)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     if set(kinds) != set(fusion.KINDS) and args.write:
         parser.error(f"--write keeps fusion.KINDS ({', '.join(fusion.KINDS) or 'none'}): edit KINDS first")
     sets = {}
-    for name in [n for n in args.sets.split(",") if n]:
+    if args.gathered and Path(args.gathered).exists():
+        with open(args.gathered, "rb") as fh:
+            sets = pickle.load(fh)
+    for name in [n for n in args.sets.split(",") if n and n not in sets]:
         if name in DOCS:
             if name not in given:
                 parser.error(f"{name} needs --index {name}=DIR: build it with laminae build --seeds {DOCS[name][1]}"
@@ -447,6 +487,10 @@ def main() -> int:
             parser.error(f"unknown set {name!r}; sets are {', '.join([*SETS, *DOCS])}")
         print(f"{name}: {len(sets[name])} questions, {sum(len(i['rows']) for i in sets[name])} candidates",
               flush=True)
+    if args.gathered:
+        with open(args.gathered, "wb") as fh:
+            pickle.dump(sets, fh)
+    sets = {name: items for name, items in sets.items() if name.removesuffix(HOP) in args.sets.split(",")}
     for name, rows in cross_validate(sets, args.c, kinds, args.loss).items():
         print(f"\n{name}{'':<28}R@10   MRR@10")
         for label, (recall, mrr) in rows.items():
@@ -455,7 +499,14 @@ def main() -> int:
         print(f"\nablation, held out (R@10 / MRR@10 per set){'':<4}" + "".join(f"{n:>20}" for n in sets))
         for label, per in ablation(sets, args.c, kinds, args.loss).items():
             print(f"  {label:<42}" + "".join(f"{per[n][0]:>12.3f} / {per[n][1]:.3f}" for n in sets), flush=True)
-    general, howto = fit_models(sets, args.c, kinds, loss=args.loss)
+    general, howto, gate = fit_models(sets, args.c, kinds, loss=args.loss)
+    if gate is not None:
+        print("\ngate, fitted on every question (the how-to model serves a question when its score is >= 0):")
+        for feature, w in zip(fusion.GATE_FEATURES, gate[0].tolist(), strict=True):
+            print(f"  {feature:<28}{w:+.4f}")
+        print(f"  intercept{'':<19}{gate[1]:+.4f}")
+        for name, items in sets.items():
+            print(f"  {name:<28}{sum(routed_howto(i, gate) for i in items)} of {len(items)} to the how-to model")
     for label, model in (("general model (questions that are not how-to)", general), ("how-to model", howto)):
         if model is None:
             continue
@@ -466,9 +517,9 @@ def main() -> int:
             print(f"  prior {kind:<22}{w:+.4f}")
         print(f"  intercept{'':<19}{model[2]:+.4f}")
     if args.write:
-        write_weights(general if args.write_general else None, howto, args.write)
+        write_weights(general if args.write_general else None, howto, args.write, gate)
         print(f"written into laminae/fusion.py as version {args.write}"
-              + ("" if args.write_general else " (the how-to model; the general one kept)"))
+              + ("" if args.write_general else " (the how-to model and the gate; the general one kept)"))
     return 0
 
 

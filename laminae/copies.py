@@ -2,7 +2,8 @@
 
 Reads a view's components (their texts and documents, layer 1 of ``laminae.graph.Graph``); writes
 nothing (``laminae.snapshot_writer`` saves the answer in each snapshot as ``copies1.npy`` when the
-build publishes, so that a reader maps it; a view without it computes it on first use).
+build publishes, so that a reader loads it; ``of_graph`` computes it on first use for a view
+without it).
 A page made of other pages' components (a print view, a single-page manual, an archive, a
 tag page) holds the same paragraphs as the pages it repeats, and every ranking finds both copies
 with the same score; what tells them apart is the page around them, and the bigger page gathers
@@ -17,12 +18,18 @@ passages and never defer; nor do copies within one document.
 
 from __future__ import annotations
 
+import threading
+import weakref
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 COPIES_FILE = "copies1.npy"  # in a snapshot: per component row, the row of the copy it defers to
 MIN_CHARS = 20
+_OF_GRAPH: weakref.WeakKeyDictionary[Any, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
 
 
 def copies(text: pa.Array | pa.ChunkedArray, doc: np.ndarray) -> np.ndarray:
@@ -68,3 +75,16 @@ def left_out(copy_of: np.ndarray, moved: np.ndarray, allowed: np.ndarray | None)
     mask = np.zeros(len(copy_of), dtype=bool)
     mask[drop] = True
     return mask
+
+
+def of_graph(graph: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(``copies`` of a ``laminae.graph.Graph``'s components: its snapshot's ``saved_copies``, or
+    computed on first use for a view without them; the rows that defer), kept with the graph."""
+    with _LOCK:
+        found = _OF_GRAPH.get(graph)
+        if found is None:
+            comps = graph.layers[1]
+            copy_of = graph.saved_copies
+            copy_of = copies(comps.text, comps.doc) if copy_of is None else np.asarray(copy_of)
+            found = _OF_GRAPH[graph] = (copy_of, np.flatnonzero(copy_of != np.arange(len(copy_of))))
+        return found

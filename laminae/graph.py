@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from laminae.copies import COPIES_FILE, copies
+from laminae.copies import COPIES_FILE
 from laminae.errors import check_direction
 from laminae.snapshot_writer import SnapshotWriter
 from laminae.snapshots import COMPONENT_LINKS, LINKS, layer_file, snapshot_problem
@@ -217,19 +217,7 @@ class Graph:
         ).astype(np.int64)
         self._adjacency(*_link_pairs(tables["edges"], docs.column("id"), comps_ids, subs.column("id"),
                                      sub_layer.parent))
-        self._copies: np.ndarray | None = None
-        self._moved: np.ndarray | None = None
-        self._copies_lock = threading.Lock()
-
-    def copies(self) -> tuple[np.ndarray, np.ndarray]:
-        """(per component row, the row of the copy it defers to (``laminae.copies``): the
-        snapshot's, or computed on first use for a view without one; the rows that defer)."""
-        with self._copies_lock:
-            if self._copies is None:
-                self._copies = copies(self.layers[1].text, self.layers[1].doc)
-            if self._moved is None:
-                self._moved = np.flatnonzero(self._copies != np.arange(len(self._copies)))
-            return self._copies, self._moved
+        self.saved_copies: np.ndarray | None = None  # copies1.npy of a snapshot (laminae.copies.of_graph)
 
     def _adjacency(self, links: np.ndarray, component_links: np.ndarray) -> None:
         """Link dictionaries from (document → document) and (component → document) row pairs."""
@@ -359,9 +347,7 @@ class Graph:
                 graph.doc_position = layer.position
             graph.layers.append(layer)
         graph._adjacency(np.load(src / LINKS), np.load(src / COMPONENT_LINKS))
-        graph._copies = np.load(src / COPIES_FILE) if (src / COPIES_FILE).exists() else None  # absent before issue 45
-        graph._moved = None
-        graph._copies_lock = threading.Lock()
+        graph.saved_copies = np.load(src / COPIES_FILE) if (src / COPIES_FILE).exists() else None  # before issue 45
         return graph
 
 

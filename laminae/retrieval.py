@@ -14,10 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from laminae import fusion
-from laminae.copies import left_out
+from laminae.copies import left_out, of_graph
 from laminae.errors import ReaderArgumentError
 from laminae.graph import Graph
 from laminae.hits import Hit, top_hits, with_similarity
+from laminae.query import query_terms
 from laminae.ranking import (
     FUSION_DEPTH,
     Sources,
@@ -130,7 +131,6 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
         by_row[unscored] = component_query_max(graph, q[None, :], unscored, exact=True)[:, 0]
         similarity = by_row[every]
     bm25_by_row = dict(zip(bm25_rows.tolist(), bm25.tolist(), strict=True))
-    procedural = fusion.is_procedural(query)
     docs = comps.doc[candidates]
     best_page = pages.max() if len(pages) else 0.0
     ev = fusion.Evidence(
@@ -141,12 +141,14 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
         bm25_rank=fusion.ranks([bm25_rows], candidates),
         coverage=coverage[candidates].astype(np.float64),
         coverage_rank=fusion.ranks([coverage_rows], candidates), coverage_total=coverage_total,
-        signals=(fusion.component_signals(graph, candidates) if signals or fusion.reads_signals(procedural)
-                 else np.zeros((len(candidates), len(fusion.SIGNALS)))),
-        docs=docs, procedural=procedural,
+        signals=np.zeros((len(candidates), len(fusion.SIGNALS))), docs=docs, procedural=False,
         page_similarity=page_similarity(graph, q, docs),
         page_bm25=np.where(docs >= 0, pages[docs] / best_page if best_page > 0 else 0.0, 0.0),
-        page_bm25_rank=np.where(docs >= 0, page_rank[docs], float(fusion.ABSENT_RANK)))
+        page_bm25_rank=np.where(docs >= 0, page_rank[docs], float(fusion.ABSENT_RANK)),
+        shape=fusion.question_shape(query, len(query_terms(query))))
+    ev.procedural = fusion.howto_probability(ev) >= 0.5
+    if signals or fusion.reads_signals(ev.procedural):
+        ev.signals = fusion.component_signals(graph, candidates)
     return [*lists, bm25_rows, coverage_rows], ev, similarity
 
 
@@ -154,7 +156,7 @@ def counted_copies(graph: Graph, found: np.ndarray) -> np.ndarray | None:
     """A mask over every component: true for the rows of ``found`` a fusion counts, all but the
     copies that defer to another copy also in ``found`` (``laminae.copies``); None when none
     defers."""
-    copy_of, moved = graph.copies()
+    copy_of, moved = of_graph(graph)
     if len(moved) == 0:
         return None
     n = len(copy_of)

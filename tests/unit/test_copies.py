@@ -76,3 +76,32 @@ def test_page_bm25_is_bm25_over_pages_with_components_as_term_frequency():
     score = np.array([0, 5, 1, 0, 0, 0, 2, 2, 1, 0, 3, 3], dtype=float)
     assert best_of_pages(graph, np.array([3, 1, 0]), score, None).tolist() == [10, 6, 1]
     assert best_of_pages(graph, np.array([0, 4]), score, counted).tolist() == [3]
+
+
+def test_a_snapshot_holds_the_copies_and_a_reader_uses_them(tmp_path):
+    import laminae
+    from laminae.copies import COPIES_FILE, of_graph
+    from laminae.graph import Graph
+    from laminae.snapshots import snapshot_problem
+    from tests.support.synthetic import make_synthetic_index
+
+    make_synthetic_index(str(tmp_path / "ix"), documents=6, components_per_document=3, subcomponents_per_component=2,
+                         dim=16, seed=2)
+    graph = laminae.open(str(tmp_path / "ix")).graph
+    comps = graph.layers[1]
+    text = comps.text.to_pylist()
+    text[0] = text[4] = A  # the first document's first component repeats one of the second's
+    text[1] = B  # and the first document holds more besides
+    graph.layers[1].text = pa.array(text)
+    graph.save(tmp_path / "snap")
+    saved = np.load(tmp_path / "snap" / COPIES_FILE)
+    assert saved.tolist() == copies(pa.array(text), comps.doc).tolist() and saved[0] == 4
+    loaded = Graph.load(tmp_path / "snap")
+    assert of_graph(loaded)[0].tolist() == saved.tolist() and of_graph(loaded)[1].tolist() == np.flatnonzero(
+        saved != np.arange(len(saved))).tolist()
+    assert snapshot_problem(tmp_path / "snap", 16) is None
+    np.save(tmp_path / "snap" / COPIES_FILE, saved[:-1])  # a short file is damage, named
+    assert COPIES_FILE in (snapshot_problem(tmp_path / "snap", 16) or "")
+    (tmp_path / "snap" / COPIES_FILE).unlink()  # a snapshot written before issue 45: computed on first use
+    assert snapshot_problem(tmp_path / "snap", 16) is None
+    assert Graph.load(tmp_path / "snap").saved_copies is None

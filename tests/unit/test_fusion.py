@@ -96,14 +96,21 @@ def test_component_signals_tell_a_generated_index_from_prose():
     assert math.isclose(col["page_in_code"][prose], chars[1] / sum(chars))
 
 
-@pytest.mark.parametrize(("text", "procedural"), [
-    ("How do I send an email with a file attached?", True), ("how to undo a migration", True),
-    ("Can I run raw SQL?", True), ("Which setting limits the memory a sort may use?", True),
-    ("what team had the first pick in round 17?", False), ("how many medals did norway win?", False),
-    ("Which transaction isolation levels exist?", False), ("rye bread", False),
-])
-def test_how_to_questions_are_told_apart(text, procedural):
-    assert fusion.is_procedural(text) is procedural
+def test_the_gate_reads_the_question_and_what_its_first_rankings_found():
+    ev = _evidence()
+    text = "My window flickers when I redraw it 60 times a second: how do I stop it?"
+    ev.shape = fusion.question_shape(text, 6)
+    got = fusion.question_features(ev)
+    # reciprocal rank fusion's order of the three candidates: 4 (ranks 1, 1, 1), 9 (2, 2, -), 7 (1, -, 2);
+    # the question: 6 terms, a final "?", its asker speaks of their window, 1 of 16 words a number
+    expected = [2 / 3, 0.0, 2 / 10, 0.8, 0.4, math.log(7), 1.0, 1.0, 1 / 16]
+    assert got.shape == (len(fusion.GATE_FEATURES),) and np.allclose(got, expected)
+    weights = np.linspace(-1.0, 1.0, len(fusion.GATE_FEATURES))
+    assert math.isclose(fusion.howto_probability(ev, weights, 0.5), 1 / (1 + math.exp(-(got @ weights + 0.5))))
+    empty = fusion.Evidence(*(np.zeros(0) for _ in range(9)), coverage_total=0.0,
+                            signals=np.zeros((0, len(fusion.SIGNALS))), docs=np.zeros(0, np.int32), procedural=False)
+    assert np.isfinite(fusion.question_features(empty)).all()
+    assert fusion.question_shape("how many medals did norway win in 1994", 5).tolist() == [math.log(6), 0.0, 0.0, 0.125]
 
 
 def test_scores_are_the_logistic_of_weights_and_kind_priors():
@@ -148,8 +155,10 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
     for i in range(40):
         x = rng.normal(size=(30, len(fusion.FEATURES)))
         labels = (x[:, 4] > 1.2)[:, None]  # evidence is what scores high on bm25
+        gate_x = rng.normal(size=len(fusion.GATE_FEATURES))
+        gate_x[2] += 8.0 * (i >= 20)  # the questions of the docs sites below find more pages
         items.append({"rows": np.arange(30), "x": x, "kinds": np.array(["paragraph"] * 30), "labels": labels,
-                      "rrf": -np.arange(30.0), "page": f"p{i % 13}"})
+                      "rrf": -np.arange(30.0), "page": f"p{i % 13}", "gate_x": gate_x})
     weights, prior, intercept = fusion_fit.fit({"a": items[:20], "b": items[20:]}, c=1.0)
     assert np.argmax(weights) == 4 and weights[4] > 1.0
     held = fusion_fit.cross_validate({"a": items[:20], "docs-postgresql": items[20:30], "docs-django": items[30:]},
@@ -157,6 +166,10 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
     assert held["a"]["refit, held out (5 folds)"][1] > held["a"]["reciprocal rank fusion"][1]
     # a docs site is held out whole: scored by a fit on the other sets only
     assert held["docs-django"]["refit, held out (site)"][1] > held["docs-django"]["reciprocal rank fusion"][1]
+    general, howto, gate = fusion_fit.fit_models({"a": items[:20], "docs-postgresql": items[20:30],
+                                                  "docs-django": items[30:]}, c=1.0)
+    assert howto is not None and np.argmax(gate[0]) == 2  # the gate learned what tells the docs questions apart
+    assert [fusion_fit.routed_howto(i, gate) for i in items] == [i >= 20 for i in range(40)]
     ablation = fusion_fit.ablation({"a": items[:20], "b": items[20:]}, c=1.0, kinds=("table",))
     assert ablation["- bm25"]["a"][1] < ablation["all features"]["a"][1]  # the one feature that marks evidence
     folds = fusion_fit.page_folds(items, np.random.default_rng(0))
@@ -173,13 +186,15 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
     assert written["HOWTO_WEIGHTS_VERSION"] == "test-howto" and written["WEIGHTS_VERSION"] == fusion.WEIGHTS_VERSION
     assert np.allclose(written["HOWTO_WEIGHTS"], weights * 2, rtol=1e-5)
     assert math.isclose(written["HOWTO_INTERCEPT"], intercept - 1, rel_tol=1e-5)
-    fusion_fit.write_weights((weights, prior, intercept), None, "test-fit")
+    fusion_fit.write_weights((weights, prior, intercept), None, "test-fit", gate)
     written = {}
     exec(compile(target.read_text(), str(target), "exec"), written)
     assert written["WEIGHTS_VERSION"] == "test-fit" and written["HOWTO_WEIGHTS_VERSION"] == "test-howto"
     assert np.allclose(written["WEIGHTS"], weights, rtol=1e-5)
     assert written["KIND_PRIOR"].keys() == set(fusion.KINDS)
     assert math.isclose(written["INTERCEPT"], intercept, rel_tol=1e-5)
+    assert written["GATE_VERSION"] == "test-fit" and np.allclose(written["GATE_WEIGHTS"], gate[0], rtol=1e-5)
+    assert math.isclose(written["GATE_INTERCEPT"], gate[1], rel_tol=1e-5)
 
 
 @pytest.mark.parametrize(("text", "question"), [

@@ -211,9 +211,19 @@ def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthet
                for c, s in per_parent.items()}
     lexical_order = sorted(lexical, key=lambda c: (-lexical[c], c))
     cover_order, covered, total = _brute_coverage(index, text)
-    candidates = sorted({*[r for lst in kind_lists for r in lst], *lexical_order, *cover_order})
+    # and the best component (by coverage) of each page the whole-page BM25 finds (all of them here)
+    best_of_page: dict[int, int] = {}
+    for r in range(len(comps.ids)):  # in row order: the first wins a tie
+        page = int(comps.doc[r])
+        if covered[r] > 0 and (page not in best_of_page or covered[r] > covered[best_of_page[page]]):
+            best_of_page[page] = r
+    candidates = sorted({*[r for lst in kind_lists for r in lst], *lexical_order, *cover_order,
+                         *best_of_page.values()})
     question = text.endswith("?")  # the kind priors apply to questions, not to keyword queries
-    assert fusion.is_question(text) == question and not fusion.is_procedural(text)
+    assert fusion.is_question(text) == question
+    ev = fixed._fusion_evidence(text, vector, np.arange(len(comps.ids)), None, 2)[1]
+    assert not ev.procedural  # the gate serves it with the general weights
+    assert ev.rows.tolist() == candidates
     learned = _brute_learned(comps, candidates, kind_lists, best, lexical, lexical_order, covered, cover_order,
                              total, vector, question)
     expected = _by_score_then_id(comps, np.array(candidates), np.array([learned[r] for r in candidates]))
