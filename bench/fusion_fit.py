@@ -19,7 +19,7 @@ the general one on the table and multi-hop questions (kinds weighing the same, t
 ``KIND_WEIGHT``), the how-to one on the docs sites' questions, each reading its own features
 (``fusion.GENERAL_FEATURES``, ``fusion.HOWTO_FEATURES``); and the gate that picks one for a
 question (``fit_gate``, over ``fusion.GATE_FEATURES``). Held-out quality per set (R@10 and MRR@10;
-for a docs set Hit@10 and MRR@10 of the first answering page): wtq-dev and hybridqa-dev by 5 folds
+for a docs set Hit@10, MRR@10 and Hit@1 of the first answering page): wtq-dev and hybridqa-dev by 5 folds
 that hold out whole pages, a docs site by leaving the whole site out (the fit and the gate never
 saw the site, its generator or its questions; with one docs site only, by 5 folds of its
 questions), for reciprocal rank fusion, the weights in ``laminae/fusion.py`` now and the refit.
@@ -236,16 +236,18 @@ def served_by(item: dict, general: Model, howto: Model | None, gate: Gate | None
     return fusion.scores(item["x"], item["kinds"], *model, question=item.get("question", True))
 
 
-def quality(items: list[dict], scores: list[np.ndarray]) -> tuple[float, float]:
-    """(R@10 over gold items, MRR@10 of the first gold component)."""
-    recall = mrr = 0.0
+def quality(items: list[dict], scores: list[np.ndarray]) -> tuple[float, float, float]:
+    """(R@10 over gold items, MRR@10 of the first gold component, the share of questions whose
+    first component is gold: a docs site's Hit@1)."""
+    recall = mrr = hit = 0.0
     for item, s in zip(items, scores, strict=True):
         top = np.lexsort((item["rows"], -s))[:10]
         labels = item["labels"][top]
         recall += labels.any(axis=0).mean() if labels.shape[1] else 0.0
         first = np.flatnonzero(labels.any(axis=1))
         mrr += 1.0 / (first[0] + 1) if len(first) else 0.0
-    return recall / len(items), mrr / len(items)
+        hit += float(len(first) > 0 and first[0] == 0)
+    return recall / len(items), mrr / len(items), hit / len(items)
 
 
 def fit(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
@@ -355,7 +357,7 @@ def page_folds(items: list[dict], rng: np.random.Generator) -> list[np.ndarray]:
 
 def held_out(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
              drop: frozenset[str] = frozenset(), loss: str = "listwise",
-             gate_drop: frozenset[str] = frozenset()) -> dict[str, tuple[float, float]]:
+             gate_drop: frozenset[str] = frozenset()) -> dict[str, tuple[float, float, float]]:
     """Per set, (R@10, MRR@10) of refits on questions they never saw: wtq-dev and hybridqa-dev by
     ``FOLDS`` folds of whole pages (every other set fully in training), a docs site by leaving
     the whole site out when another docs site is there to learn the kind from, else by folds of
@@ -379,7 +381,7 @@ def held_out(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fus
 
 
 def cross_validate(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...] = fusion.KINDS,
-                   loss: str = "listwise") -> dict[str, dict[str, tuple[float, float]]]:
+                   loss: str = "listwise") -> dict[str, dict[str, tuple[float, float, float]]]:
     refit = held_out(sets, c, kinds, loss=loss)
     out = {}
     for name, items in sets.items():
@@ -393,7 +395,7 @@ def cross_validate(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...]
 
 
 def ablation(sets: dict[str, list[dict]], c: float, kinds: tuple[str, ...],
-             loss: str = "listwise") -> dict[str, dict[str, tuple[float, float]]]:
+             loss: str = "listwise") -> dict[str, dict[str, tuple[float, float, float]]]:
     """Held-out quality per set of the full refit, without each feature, and without the kind priors."""
     rows = {"all features": held_out(sets, c, kinds, loss=loss)}
     for feature in [f for f in fusion.FEATURES if f in fusion.GENERAL_FEATURES or f in fusion.HOWTO_FEATURES]:
@@ -492,9 +494,9 @@ def main() -> int:
             pickle.dump(sets, fh)
     sets = {name: items for name, items in sets.items() if name.removesuffix(HOP) in args.sets.split(",")}
     for name, rows in cross_validate(sets, args.c, kinds, args.loss).items():
-        print(f"\n{name}{'':<28}R@10   MRR@10")
-        for label, (recall, mrr) in rows.items():
-            print(f"  {label:<34}{recall:.3f}  {mrr:.3f}")
+        print(f"\n{name:<36}R@10   MRR@10 Hit@1")
+        for label, (recall, mrr, hit) in rows.items():
+            print(f"  {label:<34}{recall:.3f}  {mrr:.3f}  {hit:.3f}")
     if args.ablate:
         print(f"\nablation, held out (R@10 / MRR@10 per set){'':<4}" + "".join(f"{n:>20}" for n in sets))
         for label, per in ablation(sets, args.c, kinds, args.loss).items():
