@@ -247,7 +247,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from laminae.flows.mcp_server import McpConfigError, check_access, limits, serve
+        from laminae.mcp.access import McpConfigError, check_access
+        from laminae.mcp.server import limits, serve
     except ImportError as exc:
         print(f"error: `laminae mcp` needs the mcp extra: pip install 'laminae[mcp]' ({exc})", file=sys.stderr)
         return 2

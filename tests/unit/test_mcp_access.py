@@ -14,20 +14,18 @@ pytest.importorskip("mcp")
 
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 
-from laminae.flows.mcp_server import (  # noqa: E402
-    DEFAULT_DEADLINE,
-    DEFAULT_WORKERS,
+from laminae.mcp.access import (  # noqa: E402
     TOKEN_ENV,
     McpConfigError,
-    Reads,
     check_access,
     host_names,
     http_limits,
     is_loopback,
-    limits,
     parse_http,
     transport_security,
 )
+from laminae.mcp.reads import DEFAULT_DEADLINE, DEFAULT_WORKERS, Reads  # noqa: E402
+from laminae.mcp.server import limits  # noqa: E402
 
 TOKEN = "0123456789abcdef-token"
 
