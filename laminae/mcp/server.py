@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -72,7 +73,7 @@ def serve(index: str, access: Access | None = None, version: int | None = None, 
     call reads on one of ``workers`` threads and is answered within ``deadline`` seconds."""
     with _signals_held():  # a stop between the pin's creation and its handler would leave the pin
         pinned = Pinned(index, version, Reads(workers, deadline))
-        _stop_on_signals(pinned)
+        _stop_on_signals(pinned, forward=access is None)
     try:
         _run(build_server(pinned, warm), pinned, access, deadline, workers)
     finally:
@@ -90,21 +91,59 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
-def _stop_on_signals(pinned: Pinned) -> None:
+def _stop_on_signals(pinned: Pinned, forward: bool = False) -> None:
     """SIGTERM and SIGHUP (a client or a supervisor stopping a stdio server) remove the reader pin,
     then end the process as the signal does by default. Without this the default action ends the
     process at once and the pin outlives it by its time to live (``laminae.pins``), keeping the
     manifest's table versions from cleanups for as long. A signal that is ignored (``nohup``) stays
     ignored. Over HTTP uvicorn takes SIGTERM over once it runs (the pin goes at the app's shutdown,
     ``OnShutdown``) and raises it again here when it has stopped."""
+    stopping: list[int] = []
+
     def stop(signum: int, _frame: Any) -> None:
+        if stopping:  # a second signal while the first is handled (run inside it): the first ends the process
+            return
+        stopping.append(signum)
         pinned.close()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
+    installed = []
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, stop)
+            installed.append(signum)
+    if forward and installed:
+        _forward_to_main(installed)
+
+
+def _forward_to_main(signals: list[int]) -> None:
+    """Send each of ``signals`` on to the main thread whichever thread the kernel gave it to.
+    Python runs a signal's handler in the main thread the next time that thread runs Python code;
+    a signal handed to another thread (one that does not block it: LanceDB's, started before
+    ``serve`` blocked them) while an idle stdio server's main thread sleeps in its event loop would
+    wait for the next message on stdin. The C-level handler writes the signal's number to the
+    wakeup fd from any thread; a thread started with the signals blocked reads it and interrupts
+    the main thread with the same signal, once (the handler acts on the first signal only). Called
+    from the main thread, with the signals held."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    if signal.set_wakeup_fd(write, warn_on_full_buffer=False) != -1:  # someone else's: leave it theirs
+        signal.set_wakeup_fd(-1)
+        os.close(read)
+        os.close(write)
+        return
+    main = threading.main_thread().ident
+    sent: set[int] = set()
+
+    def forward() -> None:
+        while data := os.read(read, 64):
+            for signum in data:
+                if signum in signals and signum not in sent and main is not None:
+                    sent.add(signum)  # once: the main thread's own delivery writes the number again
+                    signal.pthread_kill(main, signum)
+
+    threading.Thread(target=forward, name="laminae-mcp-signals", daemon=True).start()
 
 
 def _run(server: MCPServer, pinned: Pinned, access: Access | None, deadline: float, workers: int) -> None:

@@ -232,3 +232,49 @@ def test_a_stdio_server_stopped_by_a_signal_removes_its_pin(index, tmp_path, sig
         proc.stdin.close()
         proc.stdout.close()
     assert not list(pins.iterdir()), "the pin outlived the server"
+
+
+def _tgkill(pid: int, tid: int, signum: int) -> None:
+    """Send ``signum`` to thread ``tid`` of process ``pid`` alone (Linux's tgkill)."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).tgkill(pid, tid, signum) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill {pid} {tid}")
+
+
+def _threads_taking(pid: int, signum: int) -> list[int]:
+    """The threads of process ``pid`` that do not block ``signum`` (any of them may be handed it)."""
+    out = []
+    for task in sorted((Path("/proc") / str(pid) / "task").iterdir(), key=lambda t: int(t.name)):
+        blocked = next(line for line in (task / "status").read_text().splitlines() if line.startswith("SigBlk:"))
+        if not int(blocked.split()[1], 16) >> (signum - 1) & 1:
+            out.append(int(task.name))
+    return out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_handed_to_another_thread_still_stops_an_idle_stdio_server(index, tmp_path, signum):
+    """The kernel may hand a process's signal to any thread that does not block it; LanceDB's
+    threads start before the server blocks its stop signals. An idle stdio server's main thread
+    sleeps in its event loop, where the Python handler would never run (it hung for good before)."""
+    proc = subprocess.Popen([sys.executable, "-m", "laminae.flows.cli", "mcp", "--index", str(index), "--no-warm"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "err").open("w"),
+                            env=_env({}))
+    pins = index / PIN_DIR
+    try:
+        proc.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], START_S)
+        assert ready and b'"result"' in proc.stdout.readline(), (tmp_path / "err").read_text()[-3000:]
+        assert list(pins.iterdir())  # serving, pinned, and now idle in its event loop
+        others = [tid for tid in _threads_taking(proc.pid, signum) if tid != proc.pid]
+        assert others, "no thread beside the main one would take the signal"
+        _tgkill(proc.pid, others[0], signum)
+        assert proc.wait(timeout=ANSWER_S) == -signum
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+    assert not list(pins.iterdir()), "the pin outlived the server"
