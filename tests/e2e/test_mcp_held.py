@@ -211,11 +211,20 @@ def test_clients_that_open_sessions_and_vanish_leave_nothing_behind(index, tmp_p
         assert "Too many open sessions" not in server.log.read_text()
 
 
+def _default_stop_signals() -> None:
+    """In the child before it runs: SIGTERM and SIGHUP as a supervisor's signals find a server
+    started on its own, whatever the test runner inherited (under ``nohup`` SIGHUP is ignored, and
+    a server leaves an ignored signal ignored)."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGHUP})
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stdio_server_stopped_by_a_signal_removes_its_pin(index, tmp_path, signum):
     proc = subprocess.Popen([sys.executable, "-m", "laminae.flows.cli", "mcp", "--index", str(index), "--no-warm"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "err").open("w"),
-                            env=_env({}))
+                            env=_env({}), preexec_fn=_default_stop_signals)
     pins = index / PIN_DIR
     try:
         deadline = time.monotonic() + START_S
@@ -259,7 +268,7 @@ def test_a_signal_handed_to_another_thread_still_stops_an_idle_stdio_server(inde
     sleeps in its event loop, where the Python handler would never run (it hung for good before)."""
     proc = subprocess.Popen([sys.executable, "-m", "laminae.flows.cli", "mcp", "--index", str(index), "--no-warm"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "err").open("w"),
-                            env=_env({}))
+                            env=_env({}), preexec_fn=_default_stop_signals)
     pins = index / PIN_DIR
     try:
         proc.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
