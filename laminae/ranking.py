@@ -225,7 +225,7 @@ def page_bm25(graph: Graph, matches: Sequence[Rows], counted: np.ndarray | None)
         rows = np.fromiter((r for r, _ in found), np.int64, len(found))
         if counted is not None:
             rows = rows[counted[rows]]
-        doc = np.asarray(comps.doc, dtype=np.int64)[rows]
+        doc = comps.doc[rows].astype(np.int64)
         pages, tf = np.unique(doc[doc >= 0], return_counts=True)
         if len(pages):
             idf = math.log(1.0 + (n_docs - len(pages) + 0.5) / (len(pages) + 0.5))

@@ -95,10 +95,9 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
     similarity = (component_query_max(graph, q[None, :], found)[:, 0] if granularity == 2
                   else dense(graph, 1, found, q))
     kinds = comps.kinds[found]
-    counted = counted_copies(graph, found)
+    counted = counted_rows(graph, found)
     kept_similarity = similarity
-    if counted is not None:
-        kept = counted[found]
+    if counted is not None and not (kept := counted[found]).all():
         found, kinds, kept_similarity = found[kept], kinds[kept], similarity[kept]
     lists = [ranked(found[kinds == kind], kept_similarity[kinds == kind], FUSION_DEPTH)
              for kind in sorted(set(kinds))]
@@ -113,9 +112,6 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
     bm25_rows, bm25 = fts_components(sources, query, found, documents)
     matches = lookups()
     coverage_rows, coverage, coverage_total = term_coverage(sources, query, found, lambda: matches)
-    if counted is None and len(found) != len(comps.ids):
-        counted = np.zeros(len(comps.ids), dtype=bool)
-        counted[found] = True
     pages = page_bm25(graph, matches, counted)
     scored = np.flatnonzero(pages > 0)
     page_order = scored[np.lexsort((scored, -pages[scored]))]
@@ -152,13 +148,11 @@ def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.nda
     return [*lists, bm25_rows, coverage_rows], ev, similarity
 
 
-def counted_copies(graph: Graph, found: np.ndarray) -> np.ndarray | None:
+def counted_rows(graph: Graph, found: np.ndarray) -> np.ndarray | None:
     """A mask over every component: true for the rows of ``found`` a fusion counts, all but the
-    copies that defer to another copy also in ``found`` (``laminae.copies``); None when none
-    defers."""
+    copies that defer to another copy also in ``found`` (``laminae.copies``); None when that is
+    every component."""
     copy_of, moved = of_graph(graph)
-    if len(moved) == 0:
-        return None
     n = len(copy_of)
     allowed = None
     if len(found) != n:
@@ -166,7 +160,7 @@ def counted_copies(graph: Graph, found: np.ndarray) -> np.ndarray | None:
         allowed[found] = True
     out = left_out(copy_of, moved, allowed)
     if out is None:
-        return None
+        return allowed
     return ~out if allowed is None else allowed & ~out
 
 
