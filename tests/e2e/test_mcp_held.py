@@ -9,6 +9,7 @@ tables), so a server starts in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import resource
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -220,13 +222,27 @@ def _default_stop_signals() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGHUP})
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_a_stdio_server_stopped_by_a_signal_removes_its_pin(index, tmp_path, signum):
+@contextlib.contextmanager
+def _stdio_server(index: Path, tmp_path: Path) -> Iterator[subprocess.Popen]:
+    """``laminae mcp`` over stdio on ``index`` (its stderr in ``tmp_path / "err"``), killed if the
+    test leaves it running."""
     proc = subprocess.Popen([sys.executable, "-m", "laminae.flows.cli", "mcp", "--index", str(index), "--no-warm"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "err").open("w"),
                             env=_env({}), preexec_fn=_default_stop_signals)
-    pins = index / PIN_DIR
     try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stdio_server_stopped_by_a_signal_removes_its_pin(index, tmp_path, signum):
+    pins = index / PIN_DIR
+    with _stdio_server(index, tmp_path) as proc:
         deadline = time.monotonic() + START_S
         while not (pins.is_dir() and list(pins.iterdir())):
             assert proc.poll() is None, (tmp_path / "err").read_text()[-3000:]
@@ -234,12 +250,6 @@ def test_a_stdio_server_stopped_by_a_signal_removes_its_pin(index, tmp_path, sig
             time.sleep(0.1)  # polls for the pin file: the event waited for
         proc.send_signal(signum)
         assert proc.wait(timeout=ANSWER_S) == -signum  # ended by the signal, as its default action does
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdin.close()
-        proc.stdout.close()
     assert not list(pins.iterdir()), "the pin outlived the server"
 
 
@@ -266,11 +276,8 @@ def test_a_signal_handed_to_another_thread_still_stops_an_idle_stdio_server(inde
     """The kernel may hand a process's signal to any thread that does not block it; LanceDB's
     threads start before the server blocks its stop signals. An idle stdio server's main thread
     sleeps in its event loop, where the Python handler would never run (it hung for good before)."""
-    proc = subprocess.Popen([sys.executable, "-m", "laminae.flows.cli", "mcp", "--index", str(index), "--no-warm"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "err").open("w"),
-                            env=_env({}), preexec_fn=_default_stop_signals)
     pins = index / PIN_DIR
-    try:
+    with _stdio_server(index, tmp_path) as proc:
         proc.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
         proc.stdin.flush()
         ready, _, _ = select.select([proc.stdout], [], [], START_S)
@@ -280,10 +287,4 @@ def test_a_signal_handed_to_another_thread_still_stops_an_idle_stdio_server(inde
         assert others, "no thread beside the main one would take the signal"
         _tgkill(proc.pid, others[0], signum)
         assert proc.wait(timeout=ANSWER_S) == -signum
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdin.close()
-        proc.stdout.close()
     assert not list(pins.iterdir()), "the pin outlived the server"
