@@ -10,6 +10,9 @@ when there is one). A build serves its pages on a fixed port, so document ids ma
     .venv/bin/python bench/identity.py compare /tmp/a/demo /tmp/b/demo
     .venv/bin/python bench/identity.py moves /tmp/a/demo /tmp/a/moves.json   # then: cmp a b
 
+``moves`` dumps ``Index.hop`` (FiF's whole local hop) where the reader has it, else the same hop
+through ``laminae.integrations.moves.Move("hop")``, the one place it was written before.
+
 Columns that name the run or the clock (run ids, times, the runs table) are left out of the
 comparison; everything else, vectors included, must be equal row for row (rows ordered by id).
 """
@@ -105,6 +108,13 @@ def moves(index: Path, out: Path) -> None:
     docs = idx.table("documents").to_arrow().column("id").to_pylist()
     dump: dict[str, object] = {}
 
+    def hop(q: str, **arguments) -> list:
+        if hasattr(idx, "hop"):
+            return idx.hop(q, **arguments)
+        from laminae.integrations.moves import Move  # a reader before Index.hop: the retrievers' hop
+
+        return Move("hop", **arguments).run(idx, q)
+
     def hits(hs) -> list:
         return [[h.id, h.layer, h.kind, round(float(h.score), 6), h.text] for h in hs]
 
@@ -116,6 +126,8 @@ def moves(index: Path, out: Path) -> None:
             dump[f"documents g{g} {q}"] = hits(idx.documents(q, k=5, granularity=g))
         dump[f"documents local {q}"] = hits(idx.documents(q, k=5, granularity=2, scope="local", anchors=docs[:3]))
         dump[f"components {q}"] = hits(idx.components(q, docs[:5], k=10, granularity=2))
+        dump[f"hop {q}"] = hits(hop(q))
+        dump[f"hop anchors {q}"] = hits(hop(q, k=5, anchors=docs[:1], direction="out", granularity=1))
         beam = idx.beam_search([q, q.split()[-1]], beam=10, k=5)
         dump[f"beam {q}"] = json.loads(json.dumps(beam, default=lambda o: getattr(o, "__dict__", str(o))))
     dump["neighbors"] = idx.neighbors(docs[:3], direction="both")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from laminae.errors import ReaderArgumentError, UnknownIdError, check_direction
+from laminae.errors import ReaderArgumentError, UnknownIdError
 from laminae.graph import Graph, group_max
 from laminae.hits import BeamResult, Hit, top_hits, with_similarity
 from laminae.ranking import (
@@ -31,15 +31,9 @@ from laminae.vectors import shortlist_groups
 
 def documents(sources: Sources, query, k: int, granularity: int, scope: str, anchors: Sequence[str] | None,
               mode: str, direction: str) -> list[Hit]:
-    """FiF document-level hop (``Index.documents`` says how documents are scored)."""
-    if granularity not in (0, 1, 2):
-        raise ReaderArgumentError(f"granularity must be 0, 1 or 2; got {granularity!r}")
-    if scope not in ("global", "local"):
-        raise ReaderArgumentError(f"scope must be global or local; got {scope!r}")
-    check_direction(direction)
+    """FiF document-level hop (``Index.documents`` says how documents are scored; its arguments
+    checked there, by ``laminae.moves``)."""
     mode = checked_mode(query, mode)
-    if mode == "fts":
-        raise ReaderArgumentError("documents() scores with mode dense, hybrid or auto")
     g = sources.graph
     candidates = linked(g, anchors, direction) if scope == "local" else None
     if mode == "dense" or (granularity == 0 and mode == "auto" and not isinstance(query, str)):
@@ -110,12 +104,9 @@ def dense_documents(g: Graph, q: np.ndarray, granularity: int,
 
 def components(sources: Sources, query, documents: Sequence[str], k: int, granularity: int,
                mode: str) -> list[Hit]:
-    """FiF component-level hop (``Index.components`` says how components are scored)."""
-    if granularity not in (1, 2):
-        raise ReaderArgumentError(f"granularity must be 1 or 2; got {granularity!r}")
+    """FiF component-level hop (``Index.components`` says how components are scored; its arguments
+    checked there)."""
     mode = checked_mode(query, mode)
-    if mode == "fts":
-        raise ReaderArgumentError("components() scores with mode dense, hybrid or auto")
     g = sources.graph
     found = rows(g, 1, None, documents)
     if mode != "dense":
@@ -127,6 +118,28 @@ def components(sources: Sources, query, documents: Sequence[str], k: int, granul
     best = component_max(g, found, q[None, :])[:, 0]
     keep = np.isfinite(best)
     return top_hits(g, 1, found[keep], best[keep], k)
+
+
+def hop(sources: Sources, query, k: int, anchors: Sequence[str] | None, start: int, linked_k: int,
+        granularity: int, direction: str, mode: str) -> list[Hit]:
+    """FiF's local hop (``Index.hop``): the best ``k`` components of the start documents (the
+    anchors' or the best ``start`` for the query) and the ``linked_k`` best documents linked with
+    them."""
+    g = sources.graph
+    if anchors:
+        first = []
+        for anchor in anchors:
+            document = g.document_of(anchor)
+            if document is None:
+                raise UnknownIdError(f"anchor {anchor!r} is not a document or component of this index")
+            first.append(document)
+    else:
+        first = [h.id for h in documents(sources, query, start, granularity, "global", None, mode, "both")]
+        anchors = first
+    if not first:
+        return []
+    near = documents(sources, query, linked_k, granularity, "local", anchors, mode, direction)
+    return components(sources, query, list(dict.fromkeys([*first, *(h.id for h in near)])), k, granularity, mode)
 
 
 def beam_search(sources: Sources, subqueries: Sequence, beam: int, iterations: int, k: int) -> BeamResult:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from laminae import frames, hops, nodes, ranking, retrieval, view_loading
+from laminae import frames, hops, moves, nodes, ranking, retrieval, view_loading
 from laminae.errors import IndexOpenError, QueryModelError, ReaderArgumentError, UnknownIdError
 from laminae.fulltext import FullText
 from laminae.graph import Graph
@@ -176,6 +176,7 @@ class Index:
         ``mode="auto"`` (the default): for a text query, components (layer 1) come from
         ``retrieve`` and the other layers from ``hybrid``; a vector query is searched ``dense``.
         """
+        moves.check("search", locals())
         layer, mode = ranking.layer_number(layer), ranking.checked_mode(query, mode)
         if mode == "auto" and layer == 1:
             return self.retrieve(query, k=k, kinds=kinds, documents=documents)
@@ -198,6 +199,7 @@ class Index:
         restrict the candidates. A hit's ``extra["similarity"]`` is its dense score. A vector
         query has only the dense rankings, fused by reciprocal rank.
         """
+        moves.check("retrieve", locals())
         return retrieval.retrieve(self._sources, query, k, documents, kinds, ranking)
 
     def _fusion_evidence(self, query, q: np.ndarray | None, rows: np.ndarray, documents, granularity: int,
@@ -221,14 +223,26 @@ class Index:
         ``retrieve``'s fusion at that granularity (documents without any fused evidence follow,
         by dense score, with score 0).
         """
+        moves.check("documents", locals())
         return hops.documents(self._sources, query, k, granularity, scope, anchors, mode, direction)
 
-    def components(self, query, documents: Sequence[str], k: int = 10, granularity: int = 1,
+    def components(self, query, documents: Sequence[str], k: int = 10, granularity: int = 2,
                    mode: str = "auto") -> list[Hit]:
         """FiF component-level hop: components of these documents scored at layer g (1: own vector,
-        2: max over its subcomponents) with ``mode="dense"``; ``hybrid`` (what ``auto`` means for
-        a text query) is ``retrieve``'s fusion at that granularity, over these documents."""
+        2, the default: max over its subcomponents) with ``mode="dense"``; ``hybrid`` (what
+        ``auto`` means for a text query) is ``retrieve``'s fusion at that granularity, over these
+        documents."""
+        moves.check("components", locals())
         return hops.components(self._sources, query, documents, k, granularity, mode)
+
+    def hop(self, query, k: int = 10, anchors: Sequence[str] | None = None, start: int = 3, linked: int = 10,
+            granularity: int = 2, direction: str = "both", mode: str = "auto") -> list[Hit]:
+        """FiF's local hop, whole: from the ``anchors`` (document or component ids; their documents)
+        or, without them, from the best ``start`` documents for the query (``documents`` at this
+        granularity), to the ``linked`` best documents linked to or from them (``direction``), then
+        the best ``k`` components of all of those (``components`` at this granularity)."""
+        moves.check("hop", locals())
+        return hops.hop(self._sources, query, k, anchors, start, linked, granularity, direction, mode)
 
     # -- LILaC ---------------------------------------------------------------------------------
     def component_query_max(self, queries: np.ndarray, rows: np.ndarray | None = None,
