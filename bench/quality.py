@@ -95,15 +95,16 @@ def mapped(index: laminae.Index, hits: list[laminae.index.Hit], k: int = 10) -> 
 
 
 def local_hop_documents(index: laminae.Index, q: str, mode: str = "auto") -> list[str]:
-    """The documents of the FiF local hop's last move: the best 3, then the 10 best linked to or from them."""
+    """The documents whose components ``Index.hop`` ranks (the best 3, then the 10 best linked to or from
+    them), for bench/fusion_fit.py."""
     start = [h.id for h in index.documents(q, k=3, granularity=2, mode=mode)]
     linked = index.documents(q, k=10, granularity=2, scope="local", anchors=start, mode=mode) if start else []
     return start + [h.id for h in linked]
 
 
 def fif_hop(index: laminae.Index, q: str, mode: str) -> list[laminae.index.Hit]:
-    """FiF local hop: the components of ``local_hop_documents``."""
-    return index.components(q, local_hop_documents(index, q, mode), k=10, granularity=2, mode=mode)
+    """FiF local hop: the reader's ``Index.hop`` (3 documents, 10 linked, components at granularity 2)."""
+    return index.hop(q, k=10, mode=mode)
 
 
 def fif(granularity: int, mode: str) -> Callable[[laminae.Index, str], list[dict]]:

@@ -21,7 +21,7 @@ try:
 except ImportError as exc:
     raise ImportError(f"laminae.integrations.langchain needs langchain-core: pip install 'laminae[langchain]' "
                       f"({exc})") from exc
-from pydantic import model_validator
+from pydantic import ConfigDict, model_validator
 
 from laminae.index import Index
 from laminae.integrations.moves import Move, passages
@@ -33,29 +33,21 @@ IMAGE_NOTE = ("LangChain's Document has no image type: with image_base64=True th
 class LaminaeRetriever(BaseRetriever):
     """Documents for a query from one reader move over ``index`` (an ``laminae.Index``).
 
-    ``move``: ``retrieve`` (the default), ``search``, ``documents``, ``components`` or ``hop``
-    (the local hop); the other fields are the move's arguments (``laminae.integrations.moves.Move``:
-    one that does not apply to the move is an error), None keeping the reader's default. Each
-    document's ``id`` is the node's id, ``page_content`` its text, ``metadata`` its id, layer, kind,
-    document_id, title, url, section_path, score, manifest_version and move (and similarity,
-    parent_id, has_image, image_mime where they apply). Async calls run the move on a thread: the
-    reader may be shared by threads.
+    ``move``: ``retrieve`` (the default), ``search``, ``documents``, ``components``, ``hop`` (FiF's
+    whole local hop) or a move added with ``laminae.moves.register``; the other keyword arguments
+    are the move's (``laminae.moves.MOVES`` declares each; ``laminae.integrations.moves.Move``
+    checks them: one that does not apply to the move is an error), None keeping the reader's
+    default. Each document's ``id`` is the node's id, ``page_content`` its text, ``metadata`` its
+    id, layer, kind, document_id, title, url, section_path, score, manifest_version and move (and
+    similarity, parent_id, has_image, image_mime where they apply). Async calls run the move on a
+    thread: the reader may be shared by threads.
     """
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)  # extra: the move's arguments
 
     index: Index
     move: str = "retrieve"
     k: int = 10
-    document_ids: list[str] | None = None
-    kinds: list[str] | None = None
-    ranking: str | None = None
-    layer: int | str | None = None
-    mode: str | None = None
-    granularity: int | None = None
-    scope: str | None = None
-    anchors: list[str] | None = None
-    direction: str | None = None
-    start: int | None = None
-    linked: int | None = None
     image_base64: bool = False
 
     @model_validator(mode="after")
@@ -64,9 +56,7 @@ class LaminaeRetriever(BaseRetriever):
         return self
 
     def _move(self) -> Move:
-        return Move(self.move, self.k, document_ids=self.document_ids, kinds=self.kinds, ranking=self.ranking,
-                    layer=self.layer, mode=self.mode, granularity=self.granularity, scope=self.scope,
-                    anchors=self.anchors, direction=self.direction, start=self.start, linked=self.linked)
+        return Move(self.move, self.k, **(self.model_extra or {}))
 
     def _documents(self, query: str) -> list[Document]:
         move = self._move()

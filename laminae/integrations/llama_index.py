@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Sequence
+from typing import Any
 
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
@@ -41,27 +41,22 @@ PROMPT_METADATA = ("kind", "title", "url", "section_path", "time_s")
 class LaminaeRetriever(BaseRetriever):
     """``NodeWithScore``s for a query from one reader move over ``index`` (an ``laminae.Index``).
 
-    ``move``: ``retrieve`` (the default), ``search``, ``documents``, ``components`` or ``hop``
-    (the local hop); the keyword arguments are the move's (``laminae.integrations.moves.Move``:
-    one that does not apply to the move is an error), None keeping the reader's default. A node's
-    ``id_`` is the laminae id, its ``metadata`` the hit's id, layer, kind, document_id, title, url,
-    section_path, score, manifest_version and move (and similarity, parent_id, has_image,
-    image_mime where they apply); its SOURCE relationship is its document (a subcomponent's PARENT
-    its component). ``images=False`` returns pictures as ``TextNode``s too. The query is the
-    bundle's ``query_str``, embedded with the index's own model (a bundle's ``embedding`` from
-    another model is not used). Async calls run the move on a thread.
+    ``move``: ``retrieve`` (the default), ``search``, ``documents``, ``components``, ``hop`` (FiF's
+    whole local hop) or a move added with ``laminae.moves.register``; the other keyword arguments
+    are the move's (``laminae.moves.MOVES`` declares each; ``laminae.integrations.moves.Move``
+    checks them: one that does not apply to the move is an error), None keeping the reader's
+    default. A node's ``id_`` is the laminae id, its ``metadata`` the hit's id, layer, kind,
+    document_id, title, url, section_path, score, manifest_version and move (and similarity,
+    parent_id, has_image, image_mime where they apply); its SOURCE relationship is its document (a
+    subcomponent's PARENT its component). ``images=False`` returns pictures as ``TextNode``s too.
+    The query is the bundle's ``query_str``, embedded with the index's own model (a bundle's
+    ``embedding`` from another model is not used). Async calls run the move on a thread.
     """
 
-    def __init__(self, index: Index, move: str = "retrieve", k: int = 10, *,
-                 document_ids: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
-                 ranking: str | None = None, layer: int | str | None = None, mode: str | None = None,
-                 granularity: int | None = None, scope: str | None = None, anchors: Sequence[str] | None = None,
-                 direction: str | None = None, start: int | None = None, linked: int | None = None,
-                 images: bool = True, callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
+    def __init__(self, index: Index, move: str = "retrieve", k: int = 10, *, images: bool = True,
+                 callback_manager: CallbackManager | None = None, verbose: bool = False, **arguments: Any) -> None:
         self.index = index
-        self.move = Move(move, k, document_ids=document_ids, kinds=kinds, ranking=ranking, layer=layer, mode=mode,
-                         granularity=granularity, scope=scope, anchors=anchors, direction=direction, start=start,
-                         linked=linked)
+        self.move = Move(move, k, **arguments)
         self.images = images
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 

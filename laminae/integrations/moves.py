@@ -10,129 +10,72 @@ no framework: ``laminae.integrations.langchain`` and ``laminae.integrations.llam
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-from laminae.index import LAYER_NAMES, MODES, RANKINGS, Hit, Index, ReaderArgumentError, UnknownIdError
+from laminae import moves
+from laminae.index import Hit, Index, ReaderArgumentError
 from laminae.schemas.sql import sql_list
 from laminae.views import picture
 
-MOVES = ("retrieve", "search", "documents", "components", "hop")
-# what each move reads beyond the query and k: an argument set for another move is an error
-ARGUMENTS: dict[str, tuple[str, ...]] = {
-    "retrieve": ("document_ids", "kinds", "ranking"),
-    "search": ("layer", "document_ids", "kinds", "mode"),
-    "documents": ("granularity", "scope", "anchors", "direction", "mode"),
-    "components": ("document_ids", "granularity", "mode"),
-    "hop": ("anchors", "granularity", "direction", "mode", "start", "linked"),
-}
-# the local hop bench/quality.py scores ("FiF local hop"): the best 3 documents at granularity 2,
-# the 10 best documents linked to or from them, then the best components of all of them
-HOP_START = 3
-HOP_LINKED = 10
-HOP_GRANULARITY = 2
 PICTURE_KINDS = ("image", "object", "text")  # an image component, an object or a line read in a picture
 
 
-@dataclass(frozen=True)
+def offered() -> list[str]:
+    """The moves a retriever runs (``laminae.moves``: those offered to ``retrievers``), in order."""
+    return [spec.name for spec in moves.offered("retrievers")]
+
+
 class Move:
-    """One reader move and its arguments; an argument left None keeps the reader's default.
+    """One reader move and its arguments, checked by its spec (``laminae.moves.MOVES``); an
+    argument left out or None keeps the reader's default.
 
     ``retrieve`` (the default), ``search`` (one layer; at layer 2 objects and lines read in
     pictures come with their crops), ``documents`` (FiF's document hop, global or
     ``scope="local"`` from ``anchors``), ``components`` (FiF's component hop inside
-    ``document_ids``) and ``hop``: the local hop, from the ``anchors`` (documents or components)
-    or, without them, from the best ``start`` documents for the query, to the ``linked`` best
-    documents linked to or from them, then the best ``k`` components of all of those.
+    ``documents``, also called ``document_ids`` here), ``hop`` (FiF's whole local hop,
+    ``Index.hop``) and any move added with ``laminae.moves.register``. An argument the move does
+    not read is an error, as is a value it does not allow. The arguments are read as attributes
+    (``move.anchors``: None when not given).
     """
 
-    name: str = "retrieve"
-    k: int = 10
-    document_ids: Sequence[str] | None = None
-    kinds: Sequence[str] | None = None
-    ranking: str | None = None
-    layer: int | str | None = None
-    mode: str | None = None
-    granularity: int | None = None
-    scope: str | None = None
-    anchors: Sequence[str] | None = None
-    direction: str | None = None
-    start: int | None = None
-    linked: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.name not in MOVES:
-            raise ReaderArgumentError(f"move must be one of {', '.join(MOVES)}; got {self.name!r}")
-        for name in ("document_ids", "kinds", "anchors"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                raise ReaderArgumentError(f"{name} is a list of strings; got the string {value!r}")
-            if value is not None:
-                object.__setattr__(self, name, tuple(value))
-        given = [f.name for f in fields(self) if f.name not in ("name", "k") and getattr(self, f.name) is not None]
-        foreign = [name for name in given if name not in ARGUMENTS[self.name]]
+    def __init__(self, name: str = "retrieve", k: int = moves.K.default, **arguments: Any) -> None:
+        spec = moves.spec(name)
+        if "retrievers" not in spec.surfaces:
+            raise ReaderArgumentError(f"move must be one of {', '.join(offered())}; got {name!r}")
+        given: dict[str, Any] = {}
+        foreign = []
+        for key, value in arguments.items():
+            arg = spec.arg(key)
+            if arg is None or arg is moves.K:
+                foreign.append(key)
+            elif value is not None:
+                given[arg.name] = value
         if foreign:
             verb = "does" if len(foreign) == 1 else "do"
-            raise ReaderArgumentError(f"{', '.join(foreign)} {verb} not apply to move {self.name!r}, which reads k, "
-                                      f"{', '.join(ARGUMENTS[self.name])}")
-        for name in ("k", "start", "linked"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ReaderArgumentError(f"{name} must be a whole number of at least 1; got {value!r}")
-        self._check_values()
+            raise ReaderArgumentError(f"{', '.join(sorted(foreign))} {verb} not apply to move {name!r}, which reads "
+                                      f"{', '.join(a.name for a in spec.arguments)}")
+        k = moves.K.default if k is None else k
+        spec.check({**given, "k": k})
+        self.name, self.k = name, k
+        self.arguments = {key: tuple(value) if spec.arg(key).type is list else value for key, value in given.items()}
 
-    def _check_values(self) -> None:
-        allowed = {"ranking": RANKINGS, "mode": MODES, "scope": ("global", "local"), "direction": ("out", "in", "both"),
-                   "layer": tuple(LAYER_NAMES),
-                   "granularity": (0, 1, 2) if self.name == "documents" else (1, 2)}
-        for name, values in allowed.items():
-            value = getattr(self, name)
-            if value is not None and (value not in values or isinstance(value, bool)):
-                raise ReaderArgumentError(f"{name} must be one of {', '.join(map(str, values))} for move "
-                                          f"{self.name!r}; got {value!r}")
-        if self.name == "components" and not self.document_ids:
-            raise ReaderArgumentError("move 'components' ranks the components of given documents: pass document_ids")
-        if self.name == "documents" and (self.scope == "local") != bool(self.anchors):
-            raise ReaderArgumentError("move 'documents' with scope='local' needs anchors (document or component ids), "
-                                      "and anchors need scope='local'")
+    def __getattr__(self, name: str) -> Any:
+        if name in ("name", "k", "arguments"):  # before __init__ has set them
+            raise AttributeError(name)
+        arg = moves.spec(self.name).arg(name)
+        if arg is None:
+            raise AttributeError(f"move {self.name!r} has no argument {name!r}")
+        return self.arguments.get(arg.name)
+
+    def __repr__(self) -> str:
+        given = "".join(f", {key}={value!r}" for key, value in self.arguments.items())
+        return f"Move({self.name!r}, k={self.k}{given})"
 
     def run(self, index: Index, query) -> list[Hit]:
         """The move's hits for ``query`` (a string, or a vector of the index's dimension), best first."""
-        given = {f.name: getattr(self, f.name) for f in fields(self)
-                 if f.name in ARGUMENTS[self.name] and getattr(self, f.name) is not None}
-        if "document_ids" in given:
-            given["documents"] = list(given.pop("document_ids"))
-        if self.name == "retrieve":
-            return index.retrieve(query, k=self.k, **given)
-        if self.name == "search":
-            return index.search(query, k=self.k, **given)
-        if self.name == "documents":
-            return index.documents(query, k=self.k, **given)
-        if self.name == "components":
-            return index.components(query, k=self.k, **given)
-        return self._hop(index, query)
-
-    def _hop(self, index: Index, query) -> list[Hit]:
-        granularity = self.granularity or HOP_GRANULARITY
-        mode = self.mode or "auto"
-        if self.anchors:
-            anchors = list(self.anchors)
-            start = []
-            for anchor in anchors:
-                document = index.document_of(anchor)
-                if document is None:
-                    raise UnknownIdError(f"anchor {anchor!r} is not a document or component of this index")
-                start.append(document)
-        else:
-            start = [h.id for h in index.documents(query, k=self.start or HOP_START, granularity=granularity,
-                                                   mode=mode)]
-            anchors = start
-        if not start:
-            return []
-        linked = index.documents(query, k=self.linked or HOP_LINKED, granularity=granularity, scope="local",
-                                 anchors=anchors, direction=self.direction or "both", mode=mode)
-        documents = list(dict.fromkeys([*start, *(h.id for h in linked)]))
-        return index.components(query, documents, k=self.k, granularity=granularity, mode=mode)
+        return getattr(index, self.name)(query, k=self.k, **{k: list(v) if isinstance(v, tuple) else v
+                                                             for k, v in self.arguments.items()})
 
 
 @dataclass

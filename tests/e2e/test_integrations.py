@@ -19,7 +19,6 @@ from langchain_core.documents import Document
 from llama_index.core.schema import ImageNode, NodeRelationship, NodeWithScore, TextNode
 
 import laminae
-from bench.quality import fif_hop
 from laminae.flows.demo import SiteServer
 from laminae.integrations.langchain import IMAGE_NOTE
 from laminae.integrations.langchain import LaminaeRetriever as LangChainRetriever
@@ -56,11 +55,22 @@ def _moves(index: laminae.Index) -> list[tuple[dict, list]]:
          index.documents(QUESTION, k=5, granularity=1, scope="local", anchors=[anchor], direction="out")),
         ({"move": "components", "k": 8, "document_ids": ids, "granularity": 2},
          index.components(QUESTION, ids, k=8, granularity=2)),
-        ({"move": "hop"}, fif_hop(index, QUESTION, "hybrid")),  # the local hop bench/quality.py scores
+        ({"move": "hop"}, index.hop(QUESTION)),  # the local hop bench/quality.py scores
         ({"move": "hop", "anchors": [anchor], "k": 5},
          index.components(QUESTION, [anchor, *(h.id for h in index.documents(
              QUESTION, k=10, granularity=2, scope="local", anchors=[anchor]))], k=5, granularity=2)),
     ]
+
+
+def test_the_hop_is_fifs_local_hop(index):
+    """Index.hop: the best 3 documents, the 10 best linked to or from them, then the best
+    components of all of those, all at granularity 2 (as bench/quality.py scores it)."""
+    start = [h.id for h in index.documents(QUESTION, k=3, granularity=2)]
+    linked = [h.id for h in index.documents(QUESTION, k=10, granularity=2, scope="local", anchors=start)]
+    assert start and set(linked) - set(start)
+    expected = index.components(QUESTION, list(dict.fromkeys(start + linked)), k=10, granularity=2)
+    assert [h.id for h in index.hop(QUESTION)] == [h.id for h in expected]
+    assert [h.score for h in index.hop(QUESTION)] == [h.score for h in expected]
 
 
 def _check_metadata(index: laminae.Index, hits: list, metadata: list[dict], move: str) -> None:

@@ -1,4 +1,5 @@
-"""The framework retrievers' arguments (laminae.integrations.moves.Move), and their imports: the
+"""The framework retrievers' arguments (laminae.integrations.moves.Move, checked by the specs of
+laminae.moves), and their imports: the
 reader and the framework-free part import with neither framework installed, and each adapter says
 which extra to install. Their results on a real index: tests/e2e/test_integrations.py."""
 
@@ -10,7 +11,7 @@ import sys
 import pytest
 
 from laminae import ReaderArgumentError
-from laminae.integrations.moves import ARGUMENTS, MOVES, Move
+from laminae.integrations.moves import Move, offered
 from tests.conftest import ROOT
 
 BLOCKER = r"""
@@ -42,10 +43,12 @@ def test_without_the_frameworks_the_reader_imports_and_each_adapter_names_its_ex
 
 
 def test_every_move_reads_its_arguments():
-    assert set(ARGUMENTS) == set(MOVES)
-    assert Move().name == "retrieve" and Move().k == 10
+    assert offered() == ["retrieve", "search", "documents", "components", "hop"]
+    assert Move().name == "retrieve" and Move().k == 10 and Move().kinds is None
+    assert Move(k=None).k == 10
     move = Move("components", 3, document_ids=["d1", "d2"], granularity=2)
-    assert move.document_ids == ("d1", "d2")
+    assert move.document_ids == move.documents == ("d1", "d2") and move.arguments == {
+        "documents": ("d1", "d2"), "granularity": 2}
     Move("documents", scope="local", anchors=["d1"], direction="in", granularity=0)
     Move("search", layer="subcomponents", kinds=["row"], mode="fts")
     Move("hop", anchors=["c1"], start=2, linked=5, granularity=1)
@@ -53,13 +56,15 @@ def test_every_move_reads_its_arguments():
 
 @pytest.mark.parametrize(("move", "arguments", "message"), [
     ("vector", {}, "move must be one of retrieve, search, documents, components, hop"),
-    ("retrieve", {"mode": "dense"}, "mode does not apply to move 'retrieve', which reads k, document_ids"),
+    ("retrieve", {"mode": "dense"}, "mode does not apply to move 'retrieve', which reads k, documents, kinds"),
+    ("hop", {"scope": "local", "kinds": ["row"]}, "kinds, scope do not apply to move 'hop', which reads k, anchors"),
     ("documents", {"ranking": "rrf", "kinds": ["table"]}, "kinds, ranking do not apply to move 'documents'"),
-    ("components", {}, "pass document_ids"),
+    ("components", {}, "move 'components' needs documents"),
     ("documents", {"scope": "local"}, "needs anchors"),
     ("documents", {"anchors": ["d1"]}, "anchors need scope='local'"),
     ("retrieve", {"ranking": "bm25"}, "ranking must be one of learned, rrf"),
-    ("search", {"layer": 3}, "layer must be one of 0, 1, 2"),
+    ("search", {"layer": 3}, "layer must be one of 0, 1, 2 (or documents"),
+    ("hop", {"linked": 101}, "linked must be a whole number from 1 to 100"),
     ("hop", {"granularity": 0}, "granularity must be one of 1, 2 for move 'hop'"),
     ("hop", {"direction": "up"}, "direction must be one of out, in, both"),
     ("retrieve", {"k": 0}, "k must be a whole number of at least 1"),
