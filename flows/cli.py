@@ -1,4 +1,5 @@
-"""The ``laminae`` command line: build, refresh, serve, stats, report, demo; search, get, hop; mcp.
+"""The ``laminae`` command line: build, refresh, serve, stats, report, demo; search, documents,
+components, hop, get; mcp.
 
 Reads command-line options, ``LAMINAE_*`` environment variables and a seeds file; writes the
 index directory (build, demo) and prints a summary. Exit status: 0 success or partial success

@@ -1,7 +1,9 @@
-"""``laminae search``, ``get`` and ``hop``: an index read from the shell, as tables or JSON.
+"""``laminae search``, ``documents``, ``components``, ``hop`` and ``get``: an index read from the
+shell, as tables or JSON.
 
 Reads one index through the public reader (``laminae.open``) and shows what ``laminae.views``
-makes of its results: rich tables on a terminal, JSON with ``--json``; ``get --save-images DIR``
+makes of its results: rich tables on a terminal, JSON with ``--json``. One command per reader move
+``laminae.moves`` offers to the terminal, its options made from the move's spec; ``get --save-images DIR``
 writes pictures and object crops as files. Writes nothing else.
 """
 
@@ -10,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import laminae
+from laminae import moves
 from laminae.views import MAX_CHARS, MAX_ROWS, describe, hit_view, picture
 
 TERMINAL_TEXT = 240  # characters of a hit's text in a terminal table (--json shows --max-chars)
@@ -53,33 +57,51 @@ def _open(args: argparse.Namespace) -> laminae.Index:
     return laminae.open(args.index, version=getattr(args, "version", None))
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    index = _open(args)
-    hits = index.search(args.query, layer=args.layer, k=args.k, kinds=_kinds(args.kinds), mode=args.mode,
-                        documents=args.document or None)
-    views = [hit_view(h, args.max_chars) for h in hits]
-    if args.json:
-        _print_json({"manifest_version": index.version, "hits": views})
-    elif views:
-        _show_hits(f"{len(views)} hits at layer {args.layer} ({args.mode}) in {args.index} "
-                    f"(manifest {index.version})", views)
-    else:
-        print("no hits", file=sys.stderr)
-    return 0
+def _move_command(spec: moves.MoveSpec) -> Callable[[argparse.Namespace], int]:
+    """The command of one reader move: its hits, as a table or JSON; an option left out keeps the
+    reader's default."""
+    def run(args: argparse.Namespace) -> int:
+        index = _open(args)
+        given = {}
+        for arg in spec.arguments:
+            value = getattr(args, arg.name)
+            if arg.type is list and value is not None:  # repeated options, each maybe comma-separated
+                value = [item.strip() for option in value for item in option.split(",") if item.strip()]
+            if value is not None:
+                given[arg.name] = value
+        hits = getattr(index, spec.name)(args.query, **given)
+        views = [hit_view(h, args.max_chars) for h in hits]
+        shown = ", ".join(f"{name}={value}" for name, value in given.items() if not isinstance(value, list))
+        if args.json:
+            _print_json({"manifest_version": index.version, "hits": views})
+        elif views:
+            _show_hits(f"{len(views)} {spec.returns} from {spec.name}{f' ({shown})' if shown else ''} in "
+                       f"{args.index} (manifest {index.version})", views)
+        else:
+            print(f"no {spec.returns} from {spec.name}", file=sys.stderr)
+        return 0
+
+    return run
 
 
-def cmd_hop(args: argparse.Namespace) -> int:
-    index = _open(args)
-    hits = index.documents(args.query, k=args.k, granularity=args.granularity, scope="local",
-                           anchors=args.anchor, direction=args.direction)
-    views = [hit_view(h, args.max_chars) for h in hits]
-    if args.json:
-        _print_json({"manifest_version": index.version, "hits": views})
-    elif views:
-        _show_hits(f"{len(views)} documents linked ({args.direction}) from {', '.join(args.anchor)}", views)
-    else:
-        print(f"no document is linked ({args.direction}) from {', '.join(args.anchor)}", file=sys.stderr)
-    return 0
+def _add_move(sub: argparse._SubParsersAction, spec: moves.MoveSpec, common: Callable[[argparse.ArgumentParser], None]
+              ) -> None:
+    """The parser of one reader move: an option per argument of its spec."""
+    p = sub.add_parser(spec.name, help=spec.description.split(". ")[0], description=spec.description)
+    p.add_argument("query", help="the question or search words")
+    common(p)
+    for arg in spec.arguments:
+        flags = [f"--{name.replace('_', '-')}" for name in (arg.name, *arg.aliases)]
+        shown = "" if arg.required or arg.type is list else f" (default {arg.default})"
+        options: dict[str, Any] = {"dest": arg.name, "default": None, "help": arg.description + shown}
+        if arg.type is list:
+            options.update(action="append", metavar="ID,...", required=arg.required)
+        else:
+            options.update(type=arg.type, metavar=None if arg.choices else arg.type.__name__.upper())
+            if arg.choices:
+                options["choices"] = arg.choices
+        p.add_argument(*flags, **options)
+    p.set_defaults(func=_move_command(spec))
 
 
 def cmd_get(args: argparse.Namespace) -> int:
@@ -154,17 +176,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--max-chars", type=int, default=MAX_CHARS,
                        help=f"characters of each text before it is cut (default {MAX_CHARS})")
 
-    p = sub.add_parser("search", help="search an index: the best nodes of one layer for a question")
-    p.add_argument("query", help="the question or search words")
-    common(p)
-    p.add_argument("--layer", type=int, choices=(0, 1, 2), default=1,
-                   help="0 documents, 1 components (default), 2 sentences, rows and objects")
-    p.add_argument("--mode", choices=("auto", "dense", "fts", "hybrid"), default="auto",
-                   help="auto (default: fused dense and full-text), dense, fts (BM25) or hybrid")
-    p.add_argument("--kinds", help="comma-separated kinds, e.g. table or row,sentence")
-    p.add_argument("--document", action="append", metavar="ID", help="only in this document (repeatable)")
-    p.add_argument("--k", type=int, default=10, help="hits (default 10)")
-    p.set_defaults(func=cmd_search)
+    for spec in moves.offered("terminal"):
+        _add_move(sub, spec, common)
 
     p = sub.add_parser("get", help="show nodes by id: text, document, section, table rows, pictures")
     p.add_argument("ids", nargs="+", metavar="ID")
@@ -172,15 +185,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-rows", type=int, default=MAX_ROWS, help=f"rows of a table (default {MAX_ROWS})")
     p.add_argument("--save-images", metavar="DIR", help="write pictures and object crops into DIR")
     p.set_defaults(func=cmd_get)
-
-    p = sub.add_parser("hop", help="local hop: rank the documents linked from given documents or components")
-    p.add_argument("query", help="what the next document should answer")
-    p.add_argument("--from", dest="anchor", action="append", required=True, metavar="ID",
-                   help="a document or component id to hop from (repeatable)")
-    common(p)
-    p.add_argument("--direction", choices=("out", "in", "both"), default="both",
-                   help="links from the anchors (out), to them (in) or either (default both)")
-    p.add_argument("--granularity", type=int, choices=(0, 1, 2), default=0,
-                   help="score a document by its summary (0, default), best component (1) or best sentence/row (2)")
-    p.add_argument("--k", type=int, default=10, help="documents (default 10)")
-    p.set_defaults(func=cmd_hop)

@@ -1,7 +1,9 @@
 """The tools of ``laminae mcp``: what an agent may ask of the index, and how each answer looks.
 
 Reads the index ``Pinned`` serves (``laminae.mcp.reads``), every call on a read worker; writes
-nothing. Tools: ``search``, ``documents`` (global and local hop), ``components``,
+nothing. Tools: one per reader move that ``laminae.moves`` offers to ``mcp`` (``search``,
+``documents`` (global and local hop), ``components``, ``hop`` (FiF's whole local hop) and any
+move added with ``laminae.moves.register``: arguments, bounds and description from its spec),
 ``beam_search``, ``get`` (text, table header and rows, url, section path; pictures and object
 crops as image content), ``neighbors``, ``stats`` and ``use_latest``. Every tool is read-only; a
 bad argument or an unknown id is a tool error that says what is allowed, never a crash of the
@@ -11,8 +13,10 @@ server.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
@@ -21,6 +25,7 @@ from mcp.types import ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
 import laminae
+from laminae import moves
 from laminae.index import Hit
 from laminae.mcp.reads import Pinned
 from laminae.schemas.tables import COMPONENT_KINDS, DOCUMENT_KINDS, SUBCOMPONENT_KINDS
@@ -34,7 +39,8 @@ INSTRUCTIONS = (
     "(layer 1: paragraphs, tables, images) and subcomponents (layer 2: sentences, table rows with "
     "their header, objects detected in pictures), with hyperlinks between documents. Start with "
     "`search` (layer 1 by default: the best components for a question), read nodes with `get`, "
-    "hop along links with `documents(scope='local', anchors=[...])` or `neighbors`. Ids come from "
+    "hop along links with `hop` (from the best documents or from anchors to the documents linked "
+    "with them, then their best components), `documents(scope='local', anchors=[...])` or `neighbors`. Ids come from "
     "results; every result names the manifest version it was read from."
 )
 
@@ -43,7 +49,7 @@ Offset = Annotated[int, Field(ge=0, le=500, description="hits to skip: the next 
 MaxChars = Annotated[int, Field(ge=50, le=20_000, description="characters of each node's text before it is cut")]
 Query = Annotated[str, Field(min_length=1, max_length=2000, description="the question or search words")]
 Ids = Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(min_length=1, max_length=MAX_IDS)]
-Direction = Literal["out", "in", "both"]
+Direction = Literal["out", "in", "both"]  # of neighbors (the moves' own arguments: laminae.moves)
 
 
 def _page(hits: list[Hit], offset: int, k: int, max_chars: int, version: int) -> dict[str, Any]:
@@ -67,46 +73,9 @@ def build_server(pinned: Pinned, warm: bool = True) -> MCPServer:
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
 
+    for spec in moves.offered("mcp"):
+        server.add_tool(_move_tool(spec, pinned), name=spec.name, description=spec.description, annotations=read_only)
     tool = server.tool(annotations=read_only)
-
-    @tool
-    async def search(query: Query, layer: Literal[0, 1, 2] = 1, k: K = 10, offset: Offset = 0,
-                     mode: Literal["auto", "dense", "fts", "hybrid"] = "auto", kinds: list[str] | None = None,
-                     documents: Ids | None = None, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
-        """Search one layer: 0 documents, 1 components (paragraphs, tables, images, videos and their
-        transcripts; keyframes are images with a time; the default and the best first move for a
-        question), 2 subcomponents (sentences, table rows, objects).
-        mode: auto (fused dense + full-text), dense, fts (BM25 words) or hybrid. kinds: e.g.
-        ["table"] at layer 1, ["transcript"] for what is said in videos, ["row"] at layer 2. documents: restrict to these document ids."""
-        kinds = _kinds_of_layer(kinds, layer)
-        return await pinned.read("search", lambda ix: _page(
-            ix.search(query, layer=layer, k=offset + k, kinds=kinds, documents=documents, mode=mode),
-            offset, k, max_chars, ix.version))
-
-    @tool
-    async def documents(query: Query, k: K = 10, offset: Offset = 0, granularity: Literal[0, 1, 2] = 0,
-                        scope: Literal["global", "local"] = "global", anchors: Ids | None = None,
-                        direction: Direction = "both", max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
-        """Rank documents for a question (FiF document hop). granularity: score a document by its
-        own summary (0), its best component (1) or its best sentence/row (2). scope="local" with
-        anchors (document or component ids) ranks only the documents linked from ("out"), linking
-        to ("in") or either ("both") the anchors: the multi-hop move from a table row to the page
-        it links."""
-        if scope == "local" and not anchors:
-            raise ToolError("scope='local' needs anchors: document or component ids from earlier results")
-        return await pinned.read("documents", lambda ix: _page(
-            ix.documents(query, k=offset + k, granularity=granularity, scope=scope, anchors=anchors,
-                         direction=direction),
-            offset, k, max_chars, ix.version))
-
-    @tool
-    async def components(query: Query, documents: Ids, k: K = 10, offset: Offset = 0,
-                         granularity: Literal[1, 2] = 2, max_chars: MaxChars = MAX_CHARS) -> dict[str, Any]:
-        """Rank the components of the given documents for a question (FiF component hop):
-        granularity 1 scores a component by its own text, 2 by its best sentence, row or object."""
-        return await pinned.read("components", lambda ix: _page(
-            _known_documents(ix, documents).components(query, documents, k=offset + k, granularity=granularity),
-            offset, k, max_chars, ix.version))
 
     @tool
     async def beam_search(subqueries: Annotated[list[Query], Field(min_length=1, max_length=8)],
@@ -174,6 +143,50 @@ def build_server(pinned: Pinned, warm: bool = True) -> MCPServer:
     if warm:
         threading.Thread(target=pinned.warm, name="laminae-mcp-warm", daemon=True).start()
     return server
+
+
+def _move_tool(spec: moves.MoveSpec, pinned: Pinned) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The tool of one reader move: its arguments as the spec declares them (k at most ``MAX_K``,
+    lists at most ``MAX_IDS`` ids), with ``offset`` and ``max_chars``; a page of its hits."""
+    async def run(**arguments: Any) -> dict[str, Any]:
+        query, offset, k = arguments.pop("query"), arguments.pop("offset", 0), arguments.pop("k", moves.K.default)
+        max_chars = arguments.pop("max_chars", MAX_CHARS)
+        given = {name: value for name, value in arguments.items() if value is not None}
+        if spec.name == "search":
+            _kinds_of_layer(given.get("kinds"), given.get("layer", 1))
+
+        def read(ix: laminae.Index) -> dict[str, Any]:
+            if spec.name == "components":
+                _known_documents(ix, given["documents"])
+            return _page(getattr(ix, spec.name)(query, k=offset + k, **given), offset, k, max_chars, ix.version)
+
+        return await pinned.read(spec.name, read)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter("query", keyword, annotation=Query),
+                  *(inspect.Parameter(arg.name, keyword, annotation=K if arg is moves.K else _annotation(arg),
+                                      **({} if arg.required else {"default": arg.default}))
+                    for arg in spec.arguments),
+                  inspect.Parameter("offset", keyword, annotation=Offset, default=0),
+                  inspect.Parameter("max_chars", keyword, annotation=MaxChars, default=MAX_CHARS)]
+    run.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    run.__name__ = run.__qualname__ = spec.name
+    run.__doc__ = spec.description
+    return run
+
+
+def _annotation(arg: moves.Arg) -> Any:
+    """The type of ``arg`` for a tool's JSON schema: its choices, bounds and description."""
+    described = Field(description=arg.description)
+    if arg.type is list:
+        items = Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]],
+                          Field(min_length=1, max_length=MAX_IDS, description=arg.description)]
+        return items if arg.required else items | None
+    if arg.choices:
+        return Annotated[Literal[arg.choices], described]
+    if arg.type is int:
+        return Annotated[int, Field(ge=arg.low, le=arg.high, description=arg.description)]
+    return Annotated[arg.type, described]
 
 
 def _known_documents(index: laminae.Index, documents: list[str]) -> laminae.Index:

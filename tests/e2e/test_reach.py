@@ -26,7 +26,7 @@ from laminae.flows.demo import SiteServer
 from laminae.schemas.storage import MANIFEST_DIR
 from tests.e2e.test_flow import build
 
-TOOLS = {"search", "documents", "components", "beam_search", "get", "neighbors", "stats", "use_latest"}
+TOOLS = {"search", "documents", "components", "hop", "beam_search", "get", "neighbors", "stats", "use_latest"}
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,8 @@ async def _exercise(client: Client, demo: dict) -> None:
                                                      "anchors": [table["document_id"]], "k": 5}))
     linked = set(index.neighbors([table["document_id"]], direction="both"))
     assert hop["hits"] and {h["id"] for h in hop["hits"]} <= linked
+    hop = _json(await client.call_tool("hop", {"query": "rye", "k": 4, "offset": 1}))  # FiF's whole local hop
+    assert [h["id"] for h in hop["hits"]] == [h.id for h in index.hop("rye", k=5)][1:]
     assert _json(await client.call_tool("stats", {}))["documents"] == index.stats()["documents"]
 
 
@@ -211,9 +213,13 @@ def test_terminal_search_get_and_hop(demo, tmp_path):
     assert code == 0 and demo["table"]["table_header"][0] in out and "more row" in out
 
     doc = demo["table"]["document_id"]
-    code, out, _ = _cli("hop", "rye", "--from", doc, "--index", index, "--json")
+    code, out, _ = _cli("documents", "rye", "--scope", "local", "--from", doc, "--index", index, "--json")
     linked = set(laminae.open(index).neighbors([doc], direction="both"))
     assert code == 0 and json.loads(out)["hits"] and {h["id"] for h in json.loads(out)["hits"]} <= linked
+    code, out, _ = _cli("hop", "rye", "--from", doc, "--index", index, "--json", "--k", "5")  # the whole hop
+    hits = json.loads(out)["hits"]
+    assert code == 0 and [h["id"] for h in hits] == [h.id for h in laminae.open(index).hop("rye", k=5, anchors=[doc])]
+    assert {h["document_id"] for h in hits} <= linked | {doc}
 
 
 def test_terminal_errors_say_what_to_do(demo, tmp_path):
