@@ -226,14 +226,4 @@ def unregister(name: str) -> None:
     delattr(Index, name)
 
 
-def given(spec_: MoveSpec, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments of ``values`` the move takes, by their names (aliases resolved), None left out."""
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        arg = spec_.arg(name)
-        if arg is not None and value is not None:
-            out[arg.name] = value
-    return out
-
-
-__all__ = ["K", "MOVES", "REQUIRED", "Arg", "MoveSpec", "check", "given", "offered", "register", "spec", "unregister"]
+__all__ = ["K", "MOVES", "REQUIRED", "Arg", "MoveSpec", "check", "offered", "register", "spec", "unregister"]

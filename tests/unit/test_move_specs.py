@@ -7,6 +7,7 @@ Index method, a tool, a command and a retriever move where their spec offers the
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 from collections.abc import Iterator
@@ -151,7 +152,13 @@ def test_an_unregistered_move_is_on_no_surface(path):
 def test_every_declared_move_is_on_the_surfaces_its_spec_names(path):
     tools, _ = anyio.run(_tools, path, [])
     for spec in moves.MOVES.values():
-        assert callable(getattr(laminae.Index, spec.name))
+        # the Index method's signature is the spec's: the same arguments with the same defaults
+        parameters = inspect.signature(getattr(laminae.Index, spec.name)).parameters
+        assert list(parameters)[:2] == ["self", "query"] and set(parameters) - {"self", "query"} == {
+            a.name for a in spec.arguments}, spec.name
+        for arg in spec.arguments:
+            default = parameters[arg.name].default
+            assert default is inspect.Parameter.empty if arg.required else default == arg.default, (spec.name, arg)
         assert (spec.name in tools) == ("mcp" in spec.surfaces)
         assert (spec.name in offered()) == ("retrievers" in spec.surfaces)
         if "mcp" in spec.surfaces:
