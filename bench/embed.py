@@ -22,7 +22,7 @@ from bench.corpora import site_texts
 from bench.harness import Timer, arguments, table
 from laminae import flows  # noqa: F401 - Prefect's offline defaults before anything imports prefect
 from laminae.tasks.config import EmbedConfig
-from laminae.tasks.embed.embedders import TextEmbedder, cache_key, embed_rows
+from laminae.tasks.embed.embedders import TextEmbedder, cache_key, cached_vectors, embed_rows
 from laminae.tasks.storage.index_store import IndexStore
 
 
@@ -46,7 +46,7 @@ def main() -> int:
             store.prepare(embedder.info.as_metadata())
             rows = [{"text": t} for t in texts]
             with timer("embed stage"):
-                known = store.cached_vectors([cache_key(embedder.model_id, t) for t in texts])
+                known = cached_vectors(store.table("embeddings"), [cache_key(embedder.model_id, t) for t in texts])
                 new = embed_rows(rows, embedder, known)
                 store.upsert("embeddings", [{"id": k, "model_id": embedder.model_id, "vector": v}
                                             for k, v in new.items()])

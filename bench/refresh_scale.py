@@ -15,7 +15,7 @@ Then it runs a refresh in which ``--changed`` (1 %) of the documents changed, on
 child process, so that each stage's peak RSS (``ru_maxrss``) is its own; every stage calls the
 code ``laminae.flows.build.run_update`` calls, in its order:
 
-- diff: ``IndexStore.previous_fetches``, ``documents_by_url``, ``plan_refresh`` over a
+- diff: ``previous_fetches``, ``documents_by_url``, ``plan_refresh`` over a
   ``FetchResult`` for every page (the changed ones with a new raw key, the rest answered 304 as
   the crawl leaves them), the unchanged pages' fetch rows upserted and ``delete_documents``;
 - write (not bookkeeping): the changed documents' rows read back, one sentence edited in each,
@@ -165,7 +165,7 @@ def _add_cache_keys(cache, keys: list[str], model_id: str) -> None:
 def stage_diff(index: str, share: float, seed: int) -> tuple[dict, dict]:
     from laminae.tasks.batches import fetch_row
     from laminae.tasks.crawl.results import FetchResult
-    from laminae.tasks.refresh import plan_refresh
+    from laminae.tasks.refresh import documents_by_url, plan_refresh, previous_fetches
 
     store = _store(index)
     changed = set(changed_urls(store, share, seed))
@@ -181,9 +181,9 @@ def stage_diff(index: str, share: float, seed: int) -> tuple[dict, dict]:
     start_mb = rss_mb()
     timer = Timer()
     with timer("previous_fetches"):
-        previous = store.previous_fetches()
+        previous = previous_fetches(store)
     with timer("documents_by_url"):
-        by_url = store.documents_by_url()
+        by_url = documents_by_url(store)
     with timer("plan_refresh"):
         plan = plan_refresh(results, previous, by_url, 0, False)
     with timer("record_unchanged"):

@@ -52,8 +52,10 @@ from laminae.tasks.refresh import (
     LISTINGS,
     RefreshPlan,
     deletion_bound,
+    documents_by_url,
     pages_of,
     plan_refresh,
+    previous_fetches,
     superseded_documents,
     unsettled_pages,
 )
@@ -71,7 +73,6 @@ def crawl_pages(seeds: list[Seed], index: str, settings: BuildSettings,
                 previous: dict[str, dict] | None = None) -> list[FetchResult]:
     started = time.perf_counter()
     done = Counter()
-
     bars = progress.current()
     bars.expect("fetch", len(seeds))
 
@@ -467,19 +468,18 @@ def _remember_seeds(run: _Run) -> None:
     run.store.remember(seeds=[{"url": s.url, "annotations": s.annotations, "sitemap": s.sitemap}
                               for s in run.seeds if s.error is None],
                        settings=run.cfg.model_dump(mode="json"))
-    run.previous = run.store.previous_fetches() if run.refresh else None
+    run.previous = previous_fetches(run.store) if run.refresh else None
 
 
 def _plan_pages(run: _Run) -> None:
     """The pages to parse (on a refresh, those the refresh plan did not keep or remove) and the
     crawl's problems and failed fetches, recorded."""
-    store = run.store
-    run.errors = crawl_errors(run.results, run.run_id)
+    store, run.errors = run.store, crawl_errors(run.results, run.run_id)
     run.fetched = [r for r in run.results if r.kind not in LISTINGS]  # a folder's listing is no fetch
     run.failed_fetches = [r for r in run.fetched if not r.ok or r.content_type not in PAGE_TYPES]
     run.pages = pages_of(run.results)
     if run.refresh:
-        run.by_url = store.documents_by_url()
+        run.by_url = documents_by_url(store)
         folders = [s.url for s in run.seeds if is_folder_url(s.url)]
         run.plan = plan = plan_refresh(run.results, run.previous, run.by_url, run.cfg.crawl.follow_links,
                                        run.rebuild_nodes, folders)

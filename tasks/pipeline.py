@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.embed.embedders import (
     LazyEmbedder,
     cache_key,
+    cached_vectors,
     configured_model_id,
     embed_pixels,
     embed_rows,
@@ -45,6 +46,7 @@ from laminae.tasks.nodes.objects import detect_stage
 from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.nodes.summaries import summarize_stage
 from laminae.tasks.nodes.videos import add_video_nodes
+from laminae.tasks.refresh import previous_fetches
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -100,7 +102,7 @@ def _fetch_pictures(work: BatchWork) -> None:
 
 def _videos(work: BatchWork) -> None:
     found = add_video_nodes(work.docs, work.raw, work.store.files, work.settings, work.run_id, work.seed_hosts,
-                            id_maker, work.store.previous_fetches)
+                            id_maker, partial(previous_fetches, work.store))
     work.image_fetches.extend(found.fetches)
     work.errors.extend(found.problems)
 
@@ -146,7 +148,7 @@ def _embed_nodes(work: BatchWork) -> None:
     text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
     keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
     keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
-    work.known.update(work.store.cached_vectors(keys))
+    work.known.update(cached_vectors(work.store.table("embeddings"), keys))
     work.new_vectors.update(embed_rows(text_rows, embedder, work.known))
     work.new_vectors.update(embed_pixels(pixel_rows, embedder, work.known, work.raw.get))
     work.rows_embedded += len(nodes)
@@ -159,7 +161,8 @@ def _summarize(work: BatchWork) -> None:
 def _embed_documents(work: BatchWork) -> None:
     embedder = _embedder(work)
     documents = [d.document for d in work.docs]
-    work.known.update(work.store.cached_vectors([cache_key(embedder.model_id, embed_text(r)) for r in documents]))
+    keys = [cache_key(embedder.model_id, embed_text(r)) for r in documents]
+    work.known.update(cached_vectors(work.store.table("embeddings"), keys))
     work.new_vectors.update(embed_rows(documents, embedder, work.known))
     work.rows_embedded += len(documents)
 

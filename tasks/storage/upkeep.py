@@ -23,7 +23,14 @@ from laminae.schemas.search_text import (
     subcomponent_search_text,
 )
 from laminae.schemas.tables import NODE_TABLES, table_schemas
-from laminae.tasks.embed.embedders import cache_key, embed_pixels, embed_rows, pixel_key, split_by_modality
+from laminae.tasks.embed.embedders import (
+    cache_key,
+    cached_vectors,
+    embed_pixels,
+    embed_rows,
+    pixel_key,
+    split_by_modality,
+)
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -192,7 +199,7 @@ def _embed_stored(data: pl.DataFrame, embedder, store: IndexStore, raw: RawStore
     text_rows, pixel_rows = split_by_modality(rows, embedder.image_mode, images)
     keys = ([cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
             + [pixel_key(embedder.model_id, key, bbox) for _, key, bbox in pixel_rows])
-    known = store.cached_vectors(keys if written is None else [k for k in keys if k in written])
+    known = cached_vectors(store.table("embeddings"), keys if written is None else [k for k in keys if k in written])
     new = embed_rows(text_rows, embedder, known)
     new.update(embed_pixels(pixel_rows, embedder, known, raw.get))
     if written is not None:

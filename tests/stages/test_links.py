@@ -10,6 +10,7 @@ import pyarrow as pa
 from laminae.schemas.ids import document_id
 from laminae.schemas.tables import table_schemas
 from laminae.tasks.nodes.links import alias_map, resolve_links
+from laminae.tasks.refresh import documents_by_url, previous_fetches
 from laminae.tasks.storage.index_store import IndexStore
 
 
@@ -66,13 +67,13 @@ def test_resolve_links_rewrites_only_the_edges_whose_target_resolves_differently
 
 def test_previous_fetches_and_documents_by_url(tmp_path):
     store = _store(tmp_path)
-    previous = store.previous_fetches()
+    previous = previous_fetches(store)
     assert list(previous) == ["http://x.test/old-b"]  # the fetch that failed is no validator
     assert previous["http://x.test/old-b"]["final_url"] == "http://x.test/b"
     assert set(previous["http://x.test/old-b"]) == {"url", "final_url", "etag", "last_modified", "raw_key",
                                                      "content_type", "size", "fetched_at", "error"}
-    assert store.previous_fetches(["http://x.test/a"]) == {} and store.previous_fetches([]) == {}
-    assert store.documents_by_url() == {"http://x.test/a": "A", "http://x.test/b": "B", "http://x.test/c": "C"}
+    assert previous_fetches(store, ["http://x.test/a"]) == {} and previous_fetches(store, []) == {}
+    assert documents_by_url(store) == {"http://x.test/a": "A", "http://x.test/b": "B", "http://x.test/c": "C"}
 
 
 def test_delete_rows_deletes_exactly_the_rows_a_scan_named(tmp_path):

@@ -194,7 +194,8 @@ def test_a_snapshot_damaged_after_open_is_an_open_error(copy):
 def _two_versions_first_cleaned(root: Path) -> laminae.Index:
     """An index with manifests 1 and 2 whose tables keep only manifest 2's versions (the writer's
     cleanup), and a reader opened on manifest 1 before the cleanup, its tables not yet read."""
-    from laminae.tasks.storage.index_store import CLEANUP_MARGIN_S, IndexStore
+    from laminae.tasks.storage.index_store import IndexStore
+    from laminae.tasks.storage.versions import CLEANUP_MARGIN_S
 
     make_synthetic_index(str(root), documents=4, components_per_document=2, subcomponents_per_component=2,
                          dim=DIM, seed=1)
@@ -229,7 +230,8 @@ def test_an_old_readers_every_move_fails_alike_once_its_versions_are_cleaned_up(
     view (dense search, hops, navigation) included, raises one IndexOpenError naming a table
     whose version is gone and the fix: none answers from a manifest whose tables are gone, none
     raises LanceDB's own error, none quotes another table's."""
-    from laminae.tasks.storage.index_store import CLEANUP_MARGIN_S, IndexStore
+    from laminae.tasks.storage.index_store import IndexStore
+    from laminae.tasks.storage.versions import CLEANUP_MARGIN_S
 
     root = str(tmp_path / "index")
     sizes = {"documents": 60, "components_per_document": 3, "subcomponents_per_component": 3, "dim": DIM}
@@ -278,7 +280,8 @@ def test_a_kept_manifest_reads_though_the_embedding_cache_keeps_only_its_newest_
     """The cleanup keeps the embedding cache's newest version only (no reader reads it): a reader of
     an older kept manifest must neither check that table out nor verify it."""
     from laminae.schemas.tables import table_schemas
-    from laminae.tasks.storage.index_store import CLEANUP_MARGIN_S, IndexStore
+    from laminae.tasks.storage.index_store import IndexStore
+    from laminae.tasks.storage.versions import CLEANUP_MARGIN_S
 
     root = str(tmp_path / "index")
     for seed in (1, 2):

@@ -431,6 +431,7 @@ def test_pruning_the_cache_in_batches_keeps_every_key_a_node_was_embedded_under(
 
 
 def test_cache_lookups_find_indexed_and_later_keys(tmp_path):
+    from laminae.tasks.embed.embedders import cached_vectors
     from laminae.tasks.storage.index_store import IndexStore
 
     store = IndexStore(str(tmp_path))
@@ -444,6 +445,6 @@ def test_cache_lookups_find_indexed_and_later_keys(tmp_path):
     store.append("embeddings", [{"id": k, "model_id": "m", "vector": v} for k, v in later.items()])
     store.delete_ids("embeddings", ["v0001", "w0002"])
     wanted = [*first, *later, "v-missing"]
-    found = store.cached_vectors(wanted)
+    found = cached_vectors(store.table("embeddings"), wanted)
     assert set(found) == (set(first) | set(later)) - {"v0001", "w0002"}
     assert all(np.array_equal(found[k], v) for k, v in {**first, **later}.items() if k in found)
