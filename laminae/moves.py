@@ -10,6 +10,7 @@ spec and its function) is an ``Index`` method and reaches all of them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -193,14 +194,13 @@ def offered(surface: str) -> list[MoveSpec]:
 def register(new: MoveSpec) -> None:
     """Add a move: ``new.function`` becomes ``Index.<name>`` (checking its arguments first), and the
     MCP servers, terminal parsers and retrievers made after this offer it."""
-    from laminae.index import Index
-
-    if new.function is None or new.name in MOVES or hasattr(Index, new.name):
+    index_class = _index_class()
+    if new.function is None or new.name in MOVES or hasattr(index_class, new.name):
         raise ValueError(f"register needs a new move name (not {', '.join(MOVES)} or another Index "
                          f"attribute) and its function; got {new.name!r}")
     function = new.function
 
-    def method(self: Index, query, k: int = K.default, **arguments: Any) -> list:
+    def method(self: Any, query, k: int = K.default, **arguments: Any) -> list:
         values = {a.name: a.default for a in new.args if not a.required}
         values.update(arguments, k=k)
         unknown = sorted(set(values) - {a.name for a in new.arguments})
@@ -212,18 +212,22 @@ def register(new: MoveSpec) -> None:
     method.__name__ = method.__qualname__ = new.name
     method.__doc__ = new.description
     MOVES[new.name] = new
-    setattr(Index, new.name, method)
+    setattr(index_class, new.name, method)
 
 
 def unregister(name: str) -> None:
     """Remove a move ``register`` added (the moves declared here stay)."""
-    from laminae.index import Index
-
     found = MOVES.get(name)
     if found is None or found.function is None:
         raise ValueError(f"{name!r} is not a registered move")
     del MOVES[name]
-    delattr(Index, name)
+    delattr(_index_class(), name)
+
+
+def _index_class() -> type:
+    """``laminae.Index``: laminae.index imports this module, so it is loaded by now (an import
+    here would be a cycle)."""
+    return sys.modules["laminae.index"].Index
 
 
 __all__ = ["K", "MOVES", "REQUIRED", "Arg", "MoveSpec", "check", "offered", "register", "spec", "unregister"]
