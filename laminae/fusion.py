@@ -94,9 +94,7 @@ FUNCTION_WORDS = (r"\b(?:the|a|an|of|to|in|is|are|be|been|that|this|it|its|for|w
 # on which set a question comes from (a documentation site's how-to and concept questions against
 # table and multi-hop questions over Wikipedia pages), held out by site.
 GATE_FEATURES = (
-    "tables_found",  # share of tables among the 10 candidates reciprocal rank fusion puts first
-    "code_found",  # share of code blocks among them
-    "pages_found",  # distinct pages among them, over 10
+    "code_found",  # share of code blocks among the 10 candidates reciprocal rank fusion puts first
     "best_similarity",  # the best candidate's dense similarity
     "best_page_similarity",  # the best similarity of a candidate's page (title and summary) to the question
     "question_terms",  # ln(1 + the question's distinct terms)
@@ -132,11 +130,15 @@ HOWTO_INTERCEPT = -9.74793
 # The gate (howto_probability): a logistic regression over GATE_FEATURES telling a documentation
 # site's question from a table or multi-hop question over Wikipedia pages, fitted by
 # bench/fusion_fit.py with each kind weighing the same; fitted on every question it sends 27 of 27 Django,
-# 21 of 25 PostgreSQL, 23 of 25 Maxima and 23 of 25 FLTK questions to the how-to weights (the
-# phrase list it replaces: 24, 22, 21 and 17), 7 of 293 wtq-dev and none of hybridqa-dev.
-GATE_VERSION = "2026-11-27-by-site"
-GATE_WEIGHTS = np.array([-4.18604, 23.4937, -0.349968, 12.608, -10.1545, 1.68768, -2.72631, 7.27297, -15.6289])
-GATE_INTERCEPT = -6.19474
+# 21 of 25 PostgreSQL, 23 of 25 Maxima and 22 of 25 FLTK questions to the how-to weights (the
+# phrase list it replaces: 24, 22, 21 and 17), 7 of 293 wtq-dev and none of hybridqa-dev. The
+# share of tables and the distinct pages among the first candidates were features too: held out
+# by site (bench/fusion_fit.py --ablate) the pages counted for nothing anywhere and the tables cost
+# FLTK, whose Doxygen class pages are member tables, MRR@10 0.658 -> 0.631 and Hit@1 0.64 -> 0.60,
+# while every other set scored the same without them.
+GATE_VERSION = "2026-11-27-gate7"
+GATE_WEIGHTS = np.array([27.0634, 11.1013, -7.88296, 1.74146, -1.93897, 6.41032, -12.2662])
+GATE_INTERCEPT = -8.51732
 
 
 @dataclass
@@ -262,15 +264,13 @@ def question_features(ev: Evidence) -> np.ndarray:
     n = len(ev.rows)
     shape = np.zeros(4) if ev.shape is None else ev.shape
     if n == 0:
-        return np.concatenate([np.zeros(5), shape])
+        return np.concatenate([np.zeros(3), shape])
     fused = (1.0 / (RANK_K + ev.dense_rank) + 1.0 / (RANK_K + ev.bm25_rank)
              + 1.0 / (RANK_K + ev.coverage_rank))
     top = np.lexsort((ev.rows, -fused))[:GATE_TOP]
     page_similarity = np.zeros(n) if ev.page_similarity is None else np.asarray(ev.page_similarity, np.float64)
-    return np.concatenate([[
-        float(np.mean(ev.kinds[top] == "table")), float(np.mean(ev.kinds[top] == "code")),
-        len(set(np.asarray(ev.docs)[top].tolist())) / GATE_TOP, float(ev.similarity.max()),
-        float(page_similarity.max())], shape])
+    return np.concatenate([[float(np.mean(ev.kinds[top] == "code")), float(ev.similarity.max()),
+                            float(page_similarity.max())], shape])
 
 
 def howto_probability(ev: Evidence, weights: np.ndarray | None = None, intercept: float | None = None) -> float:
