@@ -40,8 +40,8 @@ INSTRUCTIONS = (
     "their header, objects detected in pictures), with hyperlinks between documents. Start with "
     "`search` (layer 1 by default: the best components for a question), read nodes with `get`, "
     "hop along links with `hop` (from the best documents or from anchors to the documents linked "
-    "with them, then their best components), `documents(scope='local', anchors=[...])` or `neighbors`. Ids come from "
-    "results; every result names the manifest version it was read from."
+    "with them, then their best components), `documents(scope='local', anchors=[...])` or "
+    "`neighbors`. Ids come from results; every result names the manifest version it was read from."
 )
 
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"hits per page, 1 to {MAX_K}")]
@@ -152,6 +152,7 @@ def _move_tool(spec: moves.MoveSpec, pinned: Pinned) -> Callable[..., Awaitable[
         query, offset, k = arguments.pop("query"), arguments.pop("offset", 0), arguments.pop("k", moves.K.default)
         max_chars = arguments.pop("max_chars", MAX_CHARS)
         given = {name: value for name, value in arguments.items() if value is not None}
+        # the reader answers no hits for kinds of another layer or unknown documents; an agent is told
         if spec.name == "search":
             _kinds_of_layer(given.get("kinds"), given.get("layer", 1))
 
