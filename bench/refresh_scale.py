@@ -13,7 +13,7 @@ would take 17 GB).
 
 Then it runs a refresh in which ``--changed`` (1 %) of the documents changed, one stage per fresh
 child process, so that each stage's peak RSS (``ru_maxrss``) is its own; every stage calls the
-code ``laminae.flows.build.run_update`` calls, in its order:
+code the steps of ``laminae.tasks.run.RUN`` call, in their order:
 
 - diff: ``previous_fetches``, ``documents_by_url``, ``plan_refresh`` over a
   ``FetchResult`` for every page (the changed ones with a new raw key, the rest answered 304 as

@@ -4,7 +4,8 @@ Reads the fetch results of this run, the fetch record of the run before (``fetch
 raw key) and the page each document was recorded with (``documents``); returns which pages are
 unchanged (kept, not re-parsed), which are parsed, and which documents go: a page that answered
 404 or 410 or whose file is gone (gone), one no longer reached by the crawl (dropped), one whose
-page now resolves to another document (superseded). Writes nothing: ``laminae.flows.build.run_update``
+page now resolves to another document (superseded). The two lookups it needs from the index are
+here too (``previous_fetches``, ``documents_by_url``). Writes nothing: ``laminae.tasks.plan``
 applies it, every deletion of a run at once and only within ``deletion_bound`` (rsync's
 ``--max-delete``).
 """

@@ -235,28 +235,28 @@ def test_auto_quantize_keeps_an_index_vector_space(tiny, cache):
 
 @pytest.mark.parametrize("recorded", ["fp32", "int8"])
 def test_a_refresh_with_defaults_keeps_the_index_model(tiny, cache, tmp_path, recorded):
-    from laminae.flows.build import prepare_index
     from laminae.tasks.config import BuildSettings
+    from laminae.tasks.run import prepare_index
     from laminae.tasks.storage.index_store import IndexStore
 
     embed = cfg(tiny, quantize="none" if recorded == "fp32" else "int8")
     settings = BuildSettings(embed=embed, detect={"enabled": False})
-    first = prepare_index.fn(str(tmp_path / "index"), settings)
+    first = prepare_index(str(tmp_path / "index"), settings)
     assert first["model_id"] == load_embedder(embed).model_id
-    again = prepare_index.fn(str(tmp_path / "index"), BuildSettings(embed=cfg(tiny), detect={"enabled": False}))
+    again = prepare_index(str(tmp_path / "index"), BuildSettings(embed=cfg(tiny), detect={"enabled": False}))
     assert again["model_id"] == first["model_id"] and again["device"] == "not loaded"
     assert IndexStore(str(tmp_path / "index")).metadata()["embedder"]["model_id"] == first["model_id"]
 
 
 def test_reembed_moves_an_fp32_index_to_int8(tiny, cache, tmp_path):
-    from laminae.flows.build import prepare_index
     from laminae.tasks.config import BuildSettings
+    from laminae.tasks.run import prepare_index
     from laminae.tasks.storage.index_store import IndexStore
 
     index = str(tmp_path / "index")
-    prepare_index.fn(index, BuildSettings(embed=cfg(tiny, quantize="none"), detect={"enabled": False}))
+    prepare_index(index, BuildSettings(embed=cfg(tiny, quantize="none"), detect={"enabled": False}))
     int8 = BuildSettings(embed=cfg(tiny, quantize="int8"), detect={"enabled": False})
     with pytest.raises(Exception, match="--reembed"):
-        prepare_index.fn(index, int8)
-    assert prepare_index.fn(index, int8, reembed=True)["model_id"] == tiny + "#onnx-int8"
+        prepare_index(index, int8)
+    assert prepare_index(index, int8, reembed=True)["model_id"] == tiny + "#onnx-int8"
     assert IndexStore(index).metadata()["embedder"]["model_id"] == tiny + "#onnx-int8"

@@ -7,8 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from laminae.flows.build import await_preload, preload_models
-from laminae.flows.preload import start_parse_workers
+from laminae.flows.preload import await_preload, preload_models, start_parse_workers
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.embed.embedders import load_embedder
 from laminae.tasks.embed.runtime import forget_models, loaded_models

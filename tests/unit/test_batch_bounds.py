@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from laminae.flows.build import batch_bounds
+from laminae.tasks.run import batch_bounds
 
 
 def test_the_first_batch_is_a_quarter_and_every_page_is_in_one_batch():

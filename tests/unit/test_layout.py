@@ -24,7 +24,7 @@ READER_SIDE = ("laminae", "laminae.integrations", "laminae.mcp")
 SIZE_BUDGET = 500
 # the modules still over the budget, each at most as long as here: the list only shrinks (a module
 # split below the budget leaves it, and no module joins it), and none of these grows meanwhile
-OVER_BUDGET = {"flows/build.py": 645}
+OVER_BUDGET: dict[str, int] = {}
 
 
 def _modules() -> dict[str, Path]:
