@@ -1,6 +1,6 @@
 """An index table as a polars ``LazyFrame``, for exploring an index in a notebook.
 
-Reads one table at the version a manifest names (``laminae.tables``), in batches, only when the
+Reads one table at the version a manifest names (``laminae.pinned_tables``), in batches, only when the
 frame is collected; writes nothing. polars is imported here only, when a frame is asked for (the
 ``frames`` extra).
 """
@@ -8,9 +8,9 @@ frame is collected; writes nothing. polars is imported here only, when a frame i
 from __future__ import annotations
 
 from laminae.errors import ReaderArgumentError
+from laminae.pinned_tables import PinnedTables
 from laminae.ranking import LAYER_NAMES
 from laminae.schemas.tables import NODE_TABLES
-from laminae.tables import PinnedTables
 
 FRAME_BATCH = 65_536  # rows per batch a frame reads
 

@@ -1,7 +1,7 @@
 """Full-text (BM25) queries of an index's node tables at one manifest's versions.
 
 Reads the full-text indexes of the ``documents``, ``components`` and ``subcomponents`` tables
-(over ``search_text``, or ``text`` in indexes built before it) through ``laminae.tables``; writes
+(over ``search_text``, or ``text`` in indexes built before it) through ``laminae.pinned_tables``; writes
 nothing. Answers are (``id``, ``_score``) Arrow tables, best first; ``laminae.ranking`` turns them
 into rows of the in-memory view.
 """
@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
+from laminae.pinned_tables import LOOP, PinnedTables
 from laminae.query import bounded_query
 from laminae.schemas.sql import sql_list
 from laminae.schemas.tables import NODE_TABLES
-from laminae.tables import LOOP, PinnedTables
 
 OLD_INDEX = "full-text search needs the index built by laminae >= 0.1"
 
@@ -61,7 +61,7 @@ class FullText:
 
     def send_each(self, terms: Sequence[str], layer: int, k: int) -> Callable[[], list[pa.Table]]:
         """Send ``search`` of each term alone (no filter), all at once, through LanceDB's async API
-        on the reader's event loop (``laminae.tables.LOOP``: through the synchronous API each
+        on the reader's event loop (``laminae.pinned_tables.LOOP``: through the synchronous API each
         query waits for its own round trips, 1.8 ms a term on the demo index against 0.9 ms this
         way); returns the function that waits for their answers, so that the caller can work
         meanwhile (``retrieve`` embeds the query)."""

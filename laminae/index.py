@@ -1,11 +1,11 @@
 """Open a laminae index pinned to one published manifest, and the agent's moves over it.
 
 ``open_index`` reads ``<index>/_manifests/`` (``laminae.opening``); an ``Index`` reads the LanceDB
-tables at the versions the manifest names (``laminae.tables``), the reader snapshot of that
+tables at the versions the manifest names (``laminae.pinned_tables``), the reader snapshot of that
 version (``laminae.view_loading``) and ``raw/`` for image bytes. It writes nothing itself; a
 damaged snapshot is rebuilt where the index is writable, and the snapshot of an index on object
 storage is cached locally (``laminae.snapshots``). An ``Index`` may be shared by threads. Each
-move is one call into the module that does it: ``laminae.nodes`` (get), ``laminae.graph``
+move is one call into the module that does it: ``laminae.contents`` (get), ``laminae.graph``
 (children, parent, document_of, neighbors), ``laminae.ranking`` (search: dense, full-text,
 hybrid), ``laminae.retrieval`` (retrieve), ``laminae.hops`` (FiF's hops, LILaC's beam search),
 ``laminae.frames`` (a table as a polars LazyFrame).
@@ -19,18 +19,18 @@ from pathlib import Path
 
 import numpy as np
 
-from laminae import frames, hops, moves, nodes, ranking, retrieval, view_loading
+from laminae import contents, frames, hops, moves, ranking, retrieval, view_loading
 from laminae.errors import IndexOpenError, QueryModelError, ReaderArgumentError, UnknownIdError
 from laminae.fulltext import FullText
 from laminae.graph import Graph
 from laminae.hits import BeamResult, Hit
 from laminae.opening import check_search, read_manifest
+from laminae.pinned_tables import READ_TABLES, PinnedTables
 from laminae.query import QueryEncoder
 from laminae.ranking import LAYER_NAMES, MODES, Sources, rrf
 from laminae.retrieval import RANKINGS
 from laminae.schemas.storage import IndexFiles, snapshot_dir
 from laminae.stats import table_stats
-from laminae.tables import READ_TABLES, PinnedTables
 
 # what other code imports from here: the facade, its results and errors, and the argument values
 # laminae.integrations and the benchmarks read
@@ -152,7 +152,7 @@ class Index:
         Images carry ``image`` (bytes); objects and text lines read in pictures carry ``bbox`` and,
         when Pillow is installed, ``crop`` (PNG bytes cut from the parent image).
         """
-        return nodes.get(self._pinned, self._files, ids)
+        return contents.get(self._pinned, self._files, ids)
 
     def children(self, node_id: str) -> list[str]:
         """Ids of a node's children (components of a document, subcomponents of a component)."""

@@ -12,9 +12,9 @@ import json
 import re
 
 from laminae.errors import IndexOpenError, ReaderArgumentError, first_line
+from laminae.pinned_tables import VIEW_TABLES
 from laminae.schemas.storage import MANIFEST_DIR, IndexFiles, StorageError
 from laminae.schemas.tables import SCHEMA_VERSION
-from laminae.tables import VIEW_TABLES
 from laminae.vectors import SEARCH_MODES
 
 

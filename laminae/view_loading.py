@@ -2,7 +2,7 @@
 
 Reads the version's snapshot (``laminae.snapshots``: memory-mapped), for an index on object
 storage its copy in the local cache (streamed there from the tables on first use), or else the
-view tables themselves (``laminae.tables.VIEW_TABLES``, into memory). Writes a snapshot only to
+view tables themselves (``laminae.pinned_tables.VIEW_TABLES``, into memory). Writes a snapshot only to
 replace a damaged one (``check_at_open``, where the index is writable) or to fill the cache. Every
 damaged snapshot that cannot be replaced is an ``IndexOpenError`` naming the file and the fix.
 """
@@ -18,9 +18,9 @@ import pyarrow as pa
 from laminae import snapshots
 from laminae.errors import IndexOpenError
 from laminae.graph import Graph, write_snapshot
+from laminae.pinned_tables import VIEW_TABLES, PinnedTables
 from laminae.schemas.storage import is_remote
 from laminae.snapshots import snapshot_problem
-from laminae.tables import VIEW_TABLES, PinnedTables
 
 log = logging.getLogger(__name__)
 

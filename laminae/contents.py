@@ -1,6 +1,6 @@
 """Nodes by id with their whole content: the ``get`` move.
 
-Reads the node tables at the versions a manifest names (``laminae.tables``) and, for pictures,
+Reads the node tables at the versions a manifest names (``laminae.pinned_tables``) and, for pictures,
 ``raw/`` through the index's files; writes nothing. Pillow is used, where installed, to cut the
 crop of an object or a text line read in a picture.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from laminae.pinned_tables import PinnedTables
 from laminae.schemas.pictures import crop_png
 from laminae.schemas.sql import sql_list
 from laminae.schemas.storage import IndexFiles, raw_path
 from laminae.schemas.tables import NODE_TABLES
-from laminae.tables import PinnedTables
 
 BOXED_KINDS = ("object", "text")  # subcomponents that are a box of their picture: get() cuts their crop
 
