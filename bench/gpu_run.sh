@@ -90,7 +90,7 @@ run() {
     timeout "$BENCH_TIMEOUT" "$@" 2>&1 | grep --line-buffered -v -E "^\s*$|Batches:|it/s\]" | tee -a "$LOG" || echo "(exit $?)" | tee -a "$LOG"
 }
 # 1. defaults on the GPU, with the floors and the encode sweep; its index is kept for quality.py
-run "$PY" bench/build.py --corpus "$CORPUS" --device cuda --keep "$WORK/idx-default" --encode-sweep \
+run "$PY" bench/build_speed.py --corpus "$CORPUS" --device cuda --keep "$WORK/idx-default" --encode-sweep \
     --json "$OUT/default.json"
 [ "$MODE" = floors ] && exit 0
 # 4. quality on that index: the default retrieve and the BM25 references only
@@ -98,7 +98,7 @@ run "$PY" bench/quality.py --sets wtq-dev --index "wtq-dev=$WORK/idx-default" --
     --only default-only
 # 2. more parse workers
 for n in 8 15; do
-    run "$PY" bench/build.py --corpus "$CORPUS" --device cuda --parse-workers "$n" --no-floors \
+    run "$PY" bench/build_speed.py --corpus "$CORPUS" --device cuda --parse-workers "$n" --no-floors \
         --json "$OUT/pw$n.json"
 done
 echo "== $(date -u +%T) done" | tee -a "$LOG"

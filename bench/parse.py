@@ -3,7 +3,7 @@
 Reads the 258 real-world pages of the npm package ``htmlparser-benchmark@1.1.3`` (news and blog
 articles saved in 2013 from Reuters, NYTimes, BBC, WSJ, TIME, local papers and the like; the
 package's MIT licence covers its code, the pages stay their publishers'; fetched once with
-``npm pack`` into ``<laminae cache>/bench``, as ``bench/build.py`` does) and/or any folder of ``*.html`` files (``--pages DIR``, repeatable). Writes nothing but that
+``npm pack`` into ``<laminae cache>/bench``, as ``bench/build_speed.py`` does) and/or any folder of ``*.html`` files (``--pages DIR``, repeatable). Writes nothing but that
 cache. Times on one core, best of ``--repeats`` runs over the whole corpus, tools interleaved:
 
 - laminae: ``parse_html`` + ``build_nodes`` (sentence split with pysbd, table-row explosion,

@@ -1,7 +1,7 @@
 """Benchmark parsing in worker processes against parsing in the calling process, same pages, same run.
 
 Reads the 258 real-world pages of ``htmlparser-benchmark@1.1.3`` (fetched once into the laminae
-cache, as ``bench/build.py`` does) and/or ``--pages`` folders of ``*.html``; writes them into a
+cache, as ``bench/build_speed.py`` does) and/or ``--pages`` folders of ``*.html``; writes them into a
 temporary raw store. Times ``laminae.tasks.nodes.pages.parse_documents`` (HTML parse, pysbd sentence
 splitting, table rows, edges: the build's parse stage) over batches of ``--batch`` pages, in the
 calling process and with each ``--workers`` count; starting a pool is timed apart and left out of

@@ -14,7 +14,7 @@ second during the build and during the bare encode: GPU utilisation (mean, and t
 seconds it was busy) and peak GPU memory. ``--json FILE`` also writes every number printed.
 Writes only temporary files (and ``--json``'s).
 
-    .venv/bin/python bench/build.py --corpus ../shared/bench/wtq-dev [--limit 50] [--reference 3521fbd]
+    .venv/bin/python bench/build_speed.py --corpus ../shared/bench/wtq-dev [--limit 50] [--reference 3521fbd]
         [--device cuda] [--parse-workers 8] [--no-floors] [--json out.json]
 """
 
