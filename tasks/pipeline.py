@@ -7,7 +7,8 @@ objects, readings and vectors; writes no table: returns the batch's documents wi
 nodes and edges, errors, new vectors and fetches (a ``ProcessedBatch``). Each stage's body lives
 in the module of what it produces; the entries here adapt it to the batch (``BatchWork``), naming
 the fields each reads and writes. Bad input becomes ``errors`` rows; nothing here raises for a
-broken page. Prefect-free: ``flows/`` wraps it.
+broken page. Every stage returns one ``StageOutput`` (documents, subcomponent rows, edges,
+errors, fetches, vectors) that ``absorb`` adds to the batch. Prefect-free: ``flows/`` wraps it.
 """
 
 from __future__ import annotations
@@ -87,39 +88,98 @@ class BatchWork:
         return IndexStore(self.index_dir)
 
 
-def _parse(work: BatchWork) -> None:
-    work.docs, errors = parse_documents(work.results, work.index_dir, work.settings, work.run_id)
-    work.errors.extend(errors)
+@dataclass(frozen=True)
+class StageOutput:
+    """What one stage made of its batch, for ``absorb`` to add to it: parsed ``docs`` (parse only),
+    subcomponent ``rows`` and their ``edges`` (each joins its document, which is serialized again),
+    ``errors`` rows, ``fetches`` of pictures and videos, new ``vectors`` and ``known`` ones (from
+    the embedding cache) by cache key, and how many node rows it gave a vector (``embedded``).
+    Node rows a stage completes in place (an image's key, a document's summary) are not in it."""
+
+    docs: list[DocumentNodes] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    edges: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    fetches: list[FetchResult] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    known: dict[str, np.ndarray] = field(default_factory=dict)
+    embedded: int = 0
+
+
+def _parse(work: BatchWork) -> StageOutput:
+    docs, errors = parse_documents(work.results, work.index_dir, work.settings, work.run_id)
     progress.current().advance("parse", len(work.results))
+    return StageOutput(docs=docs, errors=errors)
 
 
-def _fetch_pictures(work: BatchWork) -> None:
+def _fetch_pictures(work: BatchWork) -> StageOutput:
     fetches, problems = attach_images(work.components, work.settings.crawl, work.raw, work.seed_hosts)
-    work.image_fetches.extend(fetches)
-    for comp, url, reason, message in problems:
-        work.errors.append(error_row(work.run_id, url, "image", reason, message, document=comp["document_id"]))
+    return StageOutput(fetches=fetches, errors=[
+        error_row(work.run_id, url, "image", reason, message, document=comp["document_id"])
+        for comp, url, reason, message in problems])
 
 
-def _videos(work: BatchWork) -> None:
+def _videos(work: BatchWork) -> StageOutput:
     found = add_video_nodes(work.docs, work.raw, work.store.files, work.settings, work.run_id, work.seed_hosts,
                             id_maker, partial(previous_fetches, work.store))
-    work.image_fetches.extend(found.fetches)
-    work.errors.extend(found.problems)
+    return StageOutput(fetches=found.fetches, errors=found.problems)
 
 
-def _detect(work: BatchWork) -> None:
+def _detect(work: BatchWork) -> StageOutput:
     objects, object_edges, problems = detect_stage(work.components, work.raw, work.settings, work.store, work.run_id)
-    work.errors.extend(problems)
-    _add_subcomponents(work, objects, object_edges)
+    return StageOutput(rows=objects, edges=object_edges, errors=problems)
 
 
-def _add_subcomponents(work: BatchWork, rows: list[dict], edges: list[dict]) -> None:
-    """Give each document its new subcomponents and edges, and serialize it again."""
+def _read_image_text(work: BatchWork) -> StageOutput:
+    found = read_image_text(work.components, work.raw, work.store.files, work.settings.ocr, work.run_id, id_maker)
+    return StageOutput(rows=found.rows, edges=found.edges, errors=found.problems)
+
+
+def _embedder(work: BatchWork):
+    if work.embedder is None:
+        work.embedder = batch_embedder(work.settings, work.store)
+    return work.embedder
+
+
+def _embed_nodes(work: BatchWork) -> StageOutput:
+    embedder = _embedder(work)
+    nodes = work.components + work.subcomponents
+    text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
+    keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
+    keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
+    known = {**work.known, **cached_vectors(work.store.table("embeddings"), keys)}
+    vectors = embed_rows(text_rows, embedder, known)
+    vectors.update(embed_pixels(pixel_rows, embedder, known, work.raw.get))
+    return StageOutput(vectors=vectors, known=known, embedded=len(nodes))
+
+
+def _summarize(work: BatchWork) -> StageOutput:
+    return StageOutput(errors=summarize_stage(work.docs, work.settings, work.run_id))
+
+
+def _embed_documents(work: BatchWork) -> StageOutput:
+    embedder = _embedder(work)
+    documents = [d.document for d in work.docs]
+    keys = [cache_key(embedder.model_id, embed_text(r)) for r in documents]
+    known = {**work.known, **cached_vectors(work.store.table("embeddings"), keys)}
+    return StageOutput(vectors=embed_rows(documents, embedder, known), known=known, embedded=len(documents))
+
+
+def absorb(work: BatchWork, out: StageOutput) -> None:
+    """Add what a stage made to its batch: the one place the stages' results join ``BatchWork``."""
+    work.docs.extend(out.docs)
+    work.errors.extend(out.errors)
+    work.image_fetches.extend(out.fetches)
+    work.known.update(out.known)
+    work.new_vectors.update(out.vectors)
+    work.rows_embedded += out.embedded
+    if not out.rows:
+        return
     by_doc: dict[str, list[dict]] = {}
-    for row in rows:
+    for row in out.rows:
         by_doc.setdefault(row["document_id"], []).append(row)
     edges_by_doc: dict[str, list[dict]] = {}
-    for edge in edges:
+    for edge in out.edges:
         edges_by_doc.setdefault(edge["document_id"], []).append(edge)
     for d in work.docs:
         doc_id = d.document["id"]
@@ -130,54 +190,18 @@ def _add_subcomponents(work: BatchWork, rows: list[dict], edges: list[dict]) -> 
             serialize_document(d.document, d.components, d.subcomponents)
 
 
-def _read_image_text(work: BatchWork) -> None:
-    found = read_image_text(work.components, work.raw, work.store.files, work.settings.ocr, work.run_id, id_maker)
-    work.errors.extend(found.problems)
-    _add_subcomponents(work, found.rows, found.edges)
-
-
-def _embedder(work: BatchWork):
-    if work.embedder is None:
-        work.embedder = batch_embedder(work.settings, work.store)
-    return work.embedder
-
-
-def _embed_nodes(work: BatchWork) -> None:
-    embedder = _embedder(work)
-    nodes = work.components + work.subcomponents
-    text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
-    keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
-    keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
-    work.known.update(cached_vectors(work.store.table("embeddings"), keys))
-    work.new_vectors.update(embed_rows(text_rows, embedder, work.known))
-    work.new_vectors.update(embed_pixels(pixel_rows, embedder, work.known, work.raw.get))
-    work.rows_embedded += len(nodes)
-
-
-def _summarize(work: BatchWork) -> None:
-    work.errors.extend(summarize_stage(work.docs, work.settings, work.run_id))
-
-
-def _embed_documents(work: BatchWork) -> None:
-    embedder = _embedder(work)
-    documents = [d.document for d in work.docs]
-    keys = [cache_key(embedder.model_id, embed_text(r)) for r in documents]
-    work.known.update(cached_vectors(work.store.table("embeddings"), keys))
-    work.new_vectors.update(embed_rows(documents, embedder, work.known))
-    work.rows_embedded += len(documents)
-
-
 @dataclass(frozen=True)
 class Stage:
     """One step of a batch: its entry point and the ``BatchWork`` fields it reads and writes, which
-    ``tests/stages/test_pipeline.py`` checks against its code. Node rows changed in place count as
+    ``tests/stages/test_pipeline.py`` checks against its code; what its ``StageOutput`` holds counts
+    as writes of the fields ``absorb`` adds it to. Node rows changed in place count as
     writes of ``docs``, ``components`` or ``subcomponents``; bytes added to the raw store or files
     to the index (readings, keyframe choices) as writes of ``raw`` or ``store``. A stage that reads
     ``store`` (the index's tables and files) cannot run ahead, beside the batch before it. ``name``
     is where its seconds are reported; two steps may share one."""
 
     name: str
-    run: Callable[[BatchWork], None]
+    run: Callable[[BatchWork], StageOutput]
     reads: tuple[str, ...]
     writes: tuple[str, ...]
 
@@ -228,10 +252,11 @@ def timed(seconds: Counter[str], name: str) -> Iterator[None]:
 
 
 def run_stages(work: BatchWork, stages: Sequence[Stage]) -> BatchWork:
-    """Run ``stages`` in order on ``work``, timing each under its name."""
+    """Run ``stages`` in order on ``work``, timing each under its name and adding its output
+    (``absorb``)."""
     for stage in stages:
         with timed(work.seconds, stage.name):
-            stage.run(work)
+            absorb(work, stage.run(work))
         work.stages_run.append(stage.name)
     return work
 

@@ -12,7 +12,15 @@ from functools import cached_property
 from laminae.tasks import pipeline
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.pipeline import STAGES, BatchWork, Stage, ahead_stages, parse_batch, process_batch
+from laminae.tasks.pipeline import (
+    STAGES,
+    BatchWork,
+    Stage,
+    StageOutput,
+    ahead_stages,
+    parse_batch,
+    process_batch,
+)
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import page
@@ -34,6 +42,7 @@ def test_adding_a_stage_is_one_list_entry(tmp_path):
         kinds_seen.append(sorted(c["kind"] for c in work.components))
         for c in work.components:
             c["ordinal_tag"] = f"{c['kind']}-{c['ordinal']}"
+        return StageOutput()  # nothing new: the rows it marked are the batch's already
 
     stages = (STAGES[0], Stage("census", census, reads=("components",), writes=("components",)),
               *STAGES[1:])
@@ -54,13 +63,17 @@ def test_adding_a_stage_is_one_list_entry(tmp_path):
 
 
 MUTATORS = {"append", "extend", "update", "add", "setdefault", "insert", "pop", "clear", "remove"}
+# the BatchWork fields ``absorb`` adds each field of a stage's output to
+ABSORBED = {"docs": {"docs"}, "rows": {"docs"}, "edges": {"docs"}, "errors": {"errors"},
+            "fetches": {"image_fetches"}, "vectors": {"new_vectors"}, "known": {"known"},
+            "embedded": {"rows_embedded"}}
 # written through the rows they hold or the stores they stand for, which the code cannot show
 IN_PLACE = {"docs", "components", "subcomponents", "raw", "store"}
 
 
 def _touched(fn) -> tuple[set[str], set[str]]:
     """The ``BatchWork`` fields ``fn`` and the pipeline helpers it hands the batch to use, and those
-    among them it assigns or extends."""
+    among them it assigns, extends or returns in a ``StageOutput`` (see ``ABSORBED``)."""
     func = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
     work = func.args.args[0].arg
 
@@ -76,6 +89,10 @@ def _touched(fn) -> tuple[set[str], set[str]]:
                 written.add(node.attr)
         if not isinstance(node, ast.Call):
             continue
+        if isinstance(node.func, ast.Name) and node.func.id == "StageOutput":
+            for keyword in node.keywords:
+                used |= ABSORBED[keyword.arg]
+                written |= ABSORBED[keyword.arg]
         if (isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS
                 and isinstance(node.func.value, ast.Attribute) and is_work(node.func.value.value)):
             written.add(node.func.value.attr)
@@ -100,14 +117,14 @@ def test_each_stage_declares_the_batch_fields_its_code_reads_and_writes():
         assert writes <= written | IN_PLACE, (stage.name, writes - written - IN_PLACE)
 
 
-def test_the_checker_sees_assignments_extensions_and_helpers():
-    _add_subcomponents, _embedder = pipeline._add_subcomponents, pipeline._embedder  # as the adapters call them
+def test_the_checker_sees_assignments_extensions_outputs_and_helpers():
+    _embedder, StageOutput = pipeline._embedder, pipeline.StageOutput  # as the adapters call them
 
-    def stage(work) -> None:
+    def stage(work):
         work.errors.extend([])
         work.rows_embedded += 1
-        _add_subcomponents(work, [], [])
         _embedder(work)
+        return StageOutput(rows=[], fetches=[])
 
-    assert _touched(stage) == ({"errors", "rows_embedded", "docs", "embedder", "settings", "store"},
-                               {"errors", "rows_embedded", "embedder"})
+    assert _touched(stage) == ({"errors", "rows_embedded", "embedder", "settings", "store", "docs", "image_fetches"},
+                               {"errors", "rows_embedded", "embedder", "docs", "image_fetches"})
