@@ -210,8 +210,8 @@ def floors(index: str, device: str = "auto", sweep: bool = False) -> dict:
     from laminae.schemas.search_text import embed_text
     from laminae.tasks.config import DetectConfig, EmbedConfig, OcrConfig
     from laminae.tasks.embed.embedders import load_embedder
-    from laminae.tasks.embed.runtime import on_free_models
-    from laminae.tasks.nodes import image_text
+    from laminae.tasks.model_runtime import on_free_models
+    from laminae.tasks.nodes import ocr_lines
     from laminae.tasks.nodes.objects import Detector, resolve_weights, worth_detecting
     from laminae.tasks.parse.ocr import read_lines, recognizer
     from laminae.tasks.storage.rawstore import RawStore
@@ -224,7 +224,7 @@ def floors(index: str, device: str = "auto", sweep: bool = False) -> dict:
             texts.add(embed_text(row))
             if raster_picture(row):
                 keys.append(row["image_key"])
-                if ocr_cfg.enabled and image_text.readable(row, ocr_cfg):
+                if ocr_cfg.enabled and ocr_lines.readable(row, ocr_cfg):
                     readable.append(row["image_key"])
     embedder = load_embedder(EmbedConfig(device=device))
     embedder.embed(["warm-up"])
@@ -255,7 +255,7 @@ def floors(index: str, device: str = "auto", sweep: bool = False) -> dict:
     to_read = [load_image(raw.get(k)) for k in dict.fromkeys(readable)]
     out.update(read=len(to_read), ocr_s=0.0)
     if to_read:
-        slots = image_text.recognizer_slots(ocr_cfg, min(image_text.workers(ocr_cfg), len(to_read)))
+        slots = ocr_lines.recognizer_slots(ocr_cfg, min(ocr_lines.workers(ocr_cfg), len(to_read)))
         engines = [recognizer(ocr_cfg, slot, threads) for slot, threads in slots]
         for engine in engines:
             read_lines(to_read[0], ocr_cfg, engine)

@@ -31,7 +31,7 @@ def site_texts(n: int) -> list[str]:
     from laminae.schemas.ids import document_id
     from laminae.tasks.config import ParseConfig
     from laminae.tasks.crawl.results import FetchResult
-    from laminae.tasks.nodes.build import build_nodes
+    from laminae.tasks.nodes.document_nodes import build_nodes
     from laminae.tasks.parse.html import parse_html
 
     base = []

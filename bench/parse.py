@@ -96,7 +96,7 @@ def _version(dist: str) -> str:
 
 def setup_laminae() -> Tool:
     from laminae.tasks.crawl.results import FetchResult
-    from laminae.tasks.nodes.build import build_nodes
+    from laminae.tasks.nodes.document_nodes import build_nodes
     from laminae.tasks.parse.html import parse_html
 
     cfg = ParseConfig()

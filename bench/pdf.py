@@ -39,7 +39,7 @@ from bench.harness import Timer, arguments, table
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.nodes.document_nodes import build_nodes
 from laminae.tasks.parse.pdf import parse_pdf
 from tests.support.synthetic_pdf import report_pdf
 

@@ -282,7 +282,7 @@ def words(text: str) -> list[str]:
 
 # -- the rows ------------------------------------------------------------------------------------------
 def model_path() -> str:
-    from laminae.tasks.embed.runtime import default_model_path
+    from laminae.tasks.model_runtime import default_model_path
 
     return default_model_path()
 

@@ -258,7 +258,7 @@ def stage_prune(index: str) -> tuple[dict, dict]:
 
 
 def stage_links(index: str) -> tuple[dict, dict]:
-    from laminae.tasks.nodes.links import resolve_links
+    from laminae.tasks.nodes.link_resolution import resolve_links
 
     store = _store(index)
     start_mb = rss_mb()

@@ -51,8 +51,8 @@ def preload_models(index: str, settings: BuildSettings) -> threading.Thread | No
     def load() -> None:
         from laminae.tasks.embed.embedders import load_embedder
         from laminae.tasks.embed.onnx_backend import OnnxTextEmbedder
-        from laminae.tasks.nodes.image_text import recognizer_slots, workers
         from laminae.tasks.nodes.objects import Detector, resolve_weights
+        from laminae.tasks.nodes.ocr_lines import recognizer_slots, workers
         from laminae.tasks.parse.ocr import recognizer, spelling_dictionary
 
         try:

@@ -24,7 +24,7 @@ from laminae.schemas.tables import duplicate_row, error_row
 from laminae.tasks import progress
 from laminae.tasks.crawl.formats import PAGE_TYPES
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import DocumentNodes
+from laminae.tasks.nodes.document_nodes import DocumentNodes
 from laminae.tasks.storage.index_store import IndexStore
 
 

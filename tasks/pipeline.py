@@ -41,9 +41,9 @@ from laminae.tasks.embed.embedders import (
     resolve_quantize,
     split_by_modality,
 )
-from laminae.tasks.nodes.build import DocumentNodes, id_maker
-from laminae.tasks.nodes.image_text import read_image_text
+from laminae.tasks.nodes.document_nodes import DocumentNodes, id_maker
 from laminae.tasks.nodes.objects import detect_stage
+from laminae.tasks.nodes.ocr_lines import read_image_text
 from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.nodes.summaries import summarize_stage
 from laminae.tasks.nodes.videos import add_video_nodes

@@ -24,7 +24,7 @@ from laminae.tasks.crawl.fetch import crawl
 from laminae.tasks.crawl.hosts import seed_scope
 from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.embed.embedders import configured_model_id, load_embedder, resolve_quantize
-from laminae.tasks.nodes.links import resolve_links
+from laminae.tasks.nodes.link_resolution import resolve_links
 from laminae.tasks.nodes.objects import resolve_weights
 from laminae.tasks.parse import PARSER_VERSION
 from laminae.tasks.parse.isolated import close_pools

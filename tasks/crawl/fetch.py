@@ -1,7 +1,7 @@
 """The crawl: fetch the seeds and, breadth first, the links they lead to; and the images pages need.
 
 Reads seeds (``tasks/crawl/seeds.py``: a folder seed listed by ``tasks/crawl/files.py``, a sitemap
-seed expanded by ``tasks/crawl/sitemaps.py``), the links of each page (``tasks/crawl/links.py``)
+seed expanded by ``tasks/crawl/sitemaps.py``), the links of each page (``tasks/crawl/hrefs.py``)
 and, on a refresh, the previous ``fetches`` rows; writes raw bodies into the index's
 content-addressed ``RawStore`` through one ``Crawler`` (``tasks/crawl/request.py``: each request,
 its scope, robots.txt and politeness) and returns one ``FetchResult`` (``tasks/crawl/results.py``)
@@ -24,7 +24,7 @@ from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.files import is_file_url, is_folder_url, list_folder
 from laminae.tasks.crawl.formats import HTML_TYPES, PDF_TYPE
 from laminae.tasks.crawl.hosts import seed_scope
-from laminae.tasks.crawl.links import extract_links, extract_pdf_links, same_page_key
+from laminae.tasks.crawl.hrefs import extract_links, extract_pdf_links, same_page_key
 from laminae.tasks.crawl.politeness import forget_robots
 from laminae.tasks.crawl.request import Crawler
 from laminae.tasks.crawl.results import FetchResult

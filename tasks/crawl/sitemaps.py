@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import normalize_url
 from laminae.tasks.config import CrawlConfig
-from laminae.tasks.crawl.links import resolve_link
+from laminae.tasks.crawl.hrefs import resolve_link
 
 GZIP_MAGIC = b"\x1f\x8b"
 

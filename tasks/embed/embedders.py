@@ -24,7 +24,7 @@ from laminae.schemas.sql import sql_list
 from laminae.tasks import progress
 from laminae.tasks.config import EmbedConfig, cache_dir
 from laminae.tasks.embed.onnx_backend import INT8_SUFFIX, OnnxTextEmbedder
-from laminae.tasks.embed.runtime import (
+from laminae.tasks.model_runtime import (
     DEFAULT_MODEL_ID,
     EmbedderConfigError,
     EmbedderInfo,

@@ -35,7 +35,7 @@ import numpy as np
 
 from laminae.schemas.ids import digest
 from laminae.tasks.config import EmbedConfig, cache_dir
-from laminae.tasks.embed.runtime import (
+from laminae.tasks.model_runtime import (
     DEFAULT_MODEL_ID,
     EmbedderConfigError,
     EmbedderInfo,

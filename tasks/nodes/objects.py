@@ -23,8 +23,8 @@ from laminae.schemas.pictures import load_image, raster_picture
 from laminae.schemas.sql import sql_list
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import BuildSettings, DetectConfig, cache_dir
-from laminae.tasks.embed.runtime import loaded_once
-from laminae.tasks.nodes.build import edge_row, id_maker, subcomponent_row
+from laminae.tasks.model_runtime import loaded_once
+from laminae.tasks.nodes.document_nodes import edge_row, id_maker, subcomponent_row
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 
@@ -86,7 +86,7 @@ class Detector:
     """A YOLO model loaded once per process; ``detect`` returns boxes per image."""
 
     def __init__(self, cfg: DetectConfig, weights: Weights, threads: int = 0, spin: str = "auto") -> None:
-        from laminae.tasks.embed.runtime import resolve_device, spins
+        from laminae.tasks.model_runtime import resolve_device, spins
 
         self.cfg = cfg
         self.weights = weights
@@ -124,7 +124,7 @@ class Detector:
         """``detect`` for many PIL images, batched by picture size: ultralytics pads a batch of
         mixed shapes to a square, which moves the boxes, so a picture's objects would depend on
         its neighbours; pictures of one size come out as they do alone."""
-        from laminae.tasks.embed.runtime import torch_threads
+        from laminae.tasks.model_runtime import torch_threads
 
         out: list[list[tuple[str, float, list[float]]]] = [[] for _ in images]
         groups: dict[tuple[int, int], list[int]] = {}
@@ -191,7 +191,7 @@ def _own_session(model, path: str, threads: int, spin: bool) -> None:
     picture sleeping against 41-43 spinning. Left as it is when ultralytics is laid out otherwise."""
     from PIL import Image
 
-    from laminae.tasks.embed.runtime import session_options
+    from laminae.tasks.model_runtime import session_options
 
     model.predict(Image.new("RGB", (64, 64)), imgsz=MIN_INFERENCE_PX, device="cpu", verbose=False)
     backend = getattr(getattr(getattr(model, "predictor", None), "model", None), "backend", None)

@@ -17,7 +17,7 @@ from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.formats import PAGE_TYPES, PDF_TYPE, VIDEO_TYPES, format_of
 from laminae.tasks.crawl.pictures import check_image
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import DocumentNodes, build_nodes, cap_components
+from laminae.tasks.nodes.document_nodes import DocumentNodes, build_nodes, cap_components
 from laminae.tasks.parse import parse
 from laminae.tasks.parse.document import Component, ParsedPage, ParseError
 from laminae.tasks.parse.html import image_text_proxy

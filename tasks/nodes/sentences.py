@@ -129,7 +129,7 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 # a code block's lines are searched in runs of about this size; on docs-django (bench/quality.py, 27
 # questions) runs of 1,500 characters saved 5% of the embeddings and lost one question's Hit@5 from
 # retrieve, no runs at all saved 9% and lost two (Hit@5 0.963 -> 0.889, Hit@10 0.963 -> 0.926). A page's
-# code past ParseConfig.max_code_lines_chars is not split (laminae.tasks.nodes.build)
+# code past ParseConfig.max_code_lines_chars is not split (laminae.tasks.nodes.document_nodes)
 CODE_PIECE_CHARS = 600
 
 

@@ -28,8 +28,8 @@ import numpy as np
 from laminae.schemas.errors import LaminaeError
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import BuildSettings, SummarizeConfig
-from laminae.tasks.embed.runtime import loaded_once
-from laminae.tasks.nodes.build import DocumentNodes
+from laminae.tasks.model_runtime import loaded_once
+from laminae.tasks.nodes.document_nodes import DocumentNodes
 
 
 def extractive_summary(sentences: list[str], vectors: np.ndarray, cfg: SummarizeConfig) -> str | None:

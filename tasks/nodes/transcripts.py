@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from laminae.schemas.errors import LaminaeError
-from laminae.tasks.nodes.build import component_row, edge_row, subcomponent_row
+from laminae.tasks.nodes.document_nodes import component_row, edge_row, subcomponent_row
 from laminae.tasks.nodes.sentences import split_sentences
 
 _CLOCK = r"(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}"

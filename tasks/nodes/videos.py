@@ -39,7 +39,7 @@ from laminae.tasks.config import BuildSettings, VideoConfig
 from laminae.tasks.crawl.fetch import fetch_images
 from laminae.tasks.crawl.files import is_file_url
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import DocumentNodes, component_row, edge_row
+from laminae.tasks.nodes.document_nodes import DocumentNodes, component_row, edge_row
 from laminae.tasks.nodes.keyframes import (
     VideoFrames,
     VideoProblem,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from laminae.schemas.errors import LaminaeError
 from laminae.tasks.config import OcrConfig
-from laminae.tasks.embed.runtime import loaded_once
+from laminae.tasks.model_runtime import loaded_once
 from laminae.tasks.parse.ocr_int8 import REC_HEIGHT
 
 log = logging.getLogger("laminae.ocr")

@@ -27,7 +27,7 @@ from pathlib import Path
 from laminae.schemas.errors import LaminaeError
 from laminae.schemas.ids import digest
 from laminae.tasks.config import cache_dir
-from laminae.tasks.embed.runtime import file_digest, onnx_available
+from laminae.tasks.model_runtime import file_digest, onnx_available
 
 log = logging.getLogger("laminae.ocr")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import laminae
-from laminae.tasks.nodes import image_text
+from laminae.tasks.nodes import ocr_lines
 from tests.conftest import Route, page
 from tests.e2e.test_flow import build
 from tests.support.scans import scanned_pdf, text_picture
@@ -26,8 +26,8 @@ def _page(extra: str = "") -> bytes:
 def calls(monkeypatch) -> list[int]:
     """Pictures the recognizer is run on (the real one, counted)."""
     seen: list[int] = []
-    real = image_text.read_lines
-    monkeypatch.setattr(image_text, "read_lines",
+    real = ocr_lines.read_lines
+    monkeypatch.setattr(ocr_lines, "read_lines",
                         lambda picture, cfg, engine=None: seen.append(1) or real(picture, cfg, engine))
     return seen
 

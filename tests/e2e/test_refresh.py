@@ -59,7 +59,7 @@ def test_refresh_reembeds_only_what_changed(server, tmp_path, prefect_harness):
     first = build_index(seeds=str(seeds), index=index, settings=SETTINGS)
     assert first["status"] == "success"
 
-    from laminae.tasks.embed.runtime import forget_models, loaded_models
+    from laminae.tasks.model_runtime import forget_models, loaded_models
 
     forget_models()
     again = build_index(seeds=str(seeds), index=index, settings=SETTINGS)

@@ -20,7 +20,7 @@ from laminae.tasks.crawl import hosts
 from laminae.tasks.crawl.fetch import crawl, fetch_images
 from laminae.tasks.crawl.files import file_url, list_folder, real_roots, scope_of
 from laminae.tasks.crawl.hosts import host_of
-from laminae.tasks.crawl.links import extract_links
+from laminae.tasks.crawl.hrefs import extract_links
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.politeness import ROBOTS_MAX_BYTES, forget_robots
 from laminae.tasks.crawl.results import FetchResult

@@ -12,7 +12,7 @@ from laminae.tasks.batches import crawl_errors
 from laminae.tasks.config import CrawlConfig
 from laminae.tasks.crawl.fetch import crawl, fetch_images
 from laminae.tasks.crawl.hosts import seed_scope
-from laminae.tasks.crawl.links import extract_links, resolve_href
+from laminae.tasks.crawl.hrefs import extract_links, resolve_href
 from laminae.tasks.crawl.pictures import attach_images
 from laminae.tasks.crawl.results import FetchResult
 from laminae.tasks.crawl.seeds import Seed, SeedsError, read_seeds

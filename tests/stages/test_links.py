@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from laminae.schemas.ids import document_id
 from laminae.schemas.tables import table_schemas
-from laminae.tasks.nodes.links import alias_map, resolve_links
+from laminae.tasks.nodes.link_resolution import alias_map, resolve_links
 from laminae.tasks.refresh import documents_by_url, previous_fetches
 from laminae.tasks.storage.index_store import IndexStore
 

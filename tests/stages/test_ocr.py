@@ -12,10 +12,10 @@ import pytest
 from laminae.schemas.pictures import load_image
 from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import OcrConfig
-from laminae.tasks.embed.runtime import loaded_models
-from laminae.tasks.nodes import image_text
-from laminae.tasks.nodes.build import id_maker
-from laminae.tasks.nodes.image_text import TEXT_MARK, cache_path, read_image_text
+from laminae.tasks.model_runtime import loaded_models
+from laminae.tasks.nodes import ocr_lines
+from laminae.tasks.nodes.document_nodes import id_maker
+from laminae.tasks.nodes.ocr_lines import TEXT_MARK, cache_path, read_image_text
 from laminae.tasks.parse import ocr_int8
 from laminae.tasks.parse.ocr import (
     ENGINE,
@@ -109,8 +109,8 @@ def test_the_ocr_stage_makes_text_nodes_and_reads_each_picture_once(tmp_path, mo
     icon = _image(raw, "d1", "c3", text_picture(["x"], width=40, font_size=10), 40, 20)
     broken = _image(raw, "d1", "c4", b"\x89PNG\r\n\x1a\n broken", 500, 300)
     calls = []
-    real = image_text.read_lines
-    monkeypatch.setattr(image_text, "read_lines",
+    real = ocr_lines.read_lines
+    monkeypatch.setattr(ocr_lines, "read_lines",
                         lambda picture, cfg, engine=None: calls.append(1) or real(picture, cfg, engine))
 
     found = read_image_text([*shown_twice, icon, broken], raw, files, OcrConfig(), "run1", id_maker)
@@ -141,8 +141,8 @@ def test_pictures_read_at_once_read_as_one_at_a_time(tmp_path, monkeypatch):
     images = [_image(raw, f"d{i}", f"c{i}", data, *load_image(data).size) for i, data in enumerate(pictures)]
     images.append(_image(raw, "d9", "c9", b"\x89PNG\r\n\x1a\n broken", 500, 300))
     engines = set()
-    real = image_text.read_lines
-    monkeypatch.setattr(image_text, "read_lines",
+    real = ocr_lines.read_lines
+    monkeypatch.setattr(ocr_lines, "read_lines",
                         lambda picture, cfg, engine=None: engines.add(id(engine)) or real(picture, cfg, engine))
 
     def run(workers: int, folder: str):
@@ -159,7 +159,7 @@ def test_pictures_read_at_once_read_as_one_at_a_time(tmp_path, monkeypatch):
     assert two.rows == one.rows and two_texts == one_texts and (two.read, one.read) == (5, 5)
     assert [p["url"] for p in two.problems] == [images[-1]["image_url"]]
     assert ("rapidocr", engine_name(OcrConfig()), "cpu", 1, OcrConfig().detect_side, 1) in loaded_models()
-    assert image_text.workers(OcrConfig()) == len(os.sched_getaffinity(0))
+    assert ocr_lines.workers(OcrConfig()) == len(os.sched_getaffinity(0))
     pair = set(engines)
     engines.clear()
     lone = read_image_text([dict(images[0])], raw, IndexFiles(tmp_path / "lone"), OcrConfig(workers=2),
@@ -208,7 +208,7 @@ def test_the_int8_recognizer_is_quantized_once_and_reads_as_many_words_as_fp32(t
     pictures = [(lines, load_image(text_picture(lines, font_size=size)))
                 for size in (16, 24, 34) for lines in [random_lines(rng, 2, words=4) for _ in range(3)]]
     int8, fp32 = OcrConfig(precision="int8"), OcrConfig(precision="fp32")
-    assert engine_name(int8) != engine_name(fp32) and image_text.cache_path("k", int8) != image_text.cache_path("k", fp32)
+    assert engine_name(int8) != engine_name(fp32) and ocr_lines.cache_path("k", int8) != ocr_lines.cache_path("k", fp32)
     recall = {}
     for cfg in (int8, fp32):
         words = [(w, " ".join(line.text for line in read_lines(picture, cfg)))

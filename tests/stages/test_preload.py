@@ -10,9 +10,9 @@ import sys
 from laminae.flows.preload import await_preload, preload_models, start_parse_workers
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.embed.embedders import load_embedder
-from laminae.tasks.embed.runtime import forget_models, loaded_models
-from laminae.tasks.nodes.image_text import recognizer_slots, workers
+from laminae.tasks.model_runtime import forget_models, loaded_models
 from laminae.tasks.nodes.objects import Detector, resolve_weights
+from laminae.tasks.nodes.ocr_lines import recognizer_slots, workers
 from laminae.tasks.parse.isolated import close_pools, worker_pool
 from laminae.tasks.parse.ocr import recognizer, spelling_dictionary
 from laminae.tasks.storage.index_store import IndexStore

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 import numpy as np
 
 from laminae.tasks.config import BuildSettings, SummarizeConfig
-from laminae.tasks.nodes.build import DocumentNodes
+from laminae.tasks.nodes.document_nodes import DocumentNodes
 from laminae.tasks.nodes.summaries import lead_summary, summarize_stage
 from tests.stages.test_ml_stages import server_post
 

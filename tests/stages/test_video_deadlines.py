@@ -13,7 +13,7 @@ from laminae.schemas.storage import IndexFiles
 from laminae.tasks.config import BuildSettings
 from laminae.tasks.crawl.hosts import seed_scope
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import id_maker
+from laminae.tasks.nodes.document_nodes import id_maker
 from laminae.tasks.nodes.pages import parse_documents
 from laminae.tasks.nodes.videos import add_video_nodes
 from laminae.tasks.parse.isolated import close_pools

@@ -10,7 +10,7 @@ import zlib
 
 import numpy as np
 
-from laminae.tasks.embed.runtime import EmbedderInfo
+from laminae.tasks.model_runtime import EmbedderInfo
 
 
 class HashingEmbedder:

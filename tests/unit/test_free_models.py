@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from laminae.tasks.embed.runtime import on_free_models
+from laminae.tasks.model_runtime import on_free_models
 
 
 def test_each_call_holds_a_model_no_other_running_call_holds():

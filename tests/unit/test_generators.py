@@ -18,7 +18,7 @@ import pytest
 from bench import coverage
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.nodes.document_nodes import build_nodes
 from laminae.tasks.parse.html import MAX_COMPONENT_CHARS, parse_html
 from tests.conftest import Route
 

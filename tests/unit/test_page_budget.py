@@ -10,7 +10,7 @@ import re
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import DocumentNodes, build_nodes
+from laminae.tasks.nodes.document_nodes import DocumentNodes, build_nodes
 from laminae.tasks.parse.html import parse_html
 
 URL = "http://h.test/budget"

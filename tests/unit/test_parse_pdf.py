@@ -6,9 +6,9 @@ import pytest
 
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
-from laminae.tasks.crawl.links import extract_pdf_links
+from laminae.tasks.crawl.hrefs import extract_pdf_links
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.nodes.document_nodes import build_nodes
 from laminae.tasks.parse.pdf import PdfError, parse_pdf
 from tests.conftest import GOLDEN, ROOT, golden_text
 from tests.support.synthetic_pdf import LOREM, PdfWriter, png, report_pdf

@@ -166,7 +166,7 @@ def test_hybrid_finds_a_rare_keyword_that_dense_misses(tmp_path):
     from laminae.tasks.config import EmbedConfig, ParseConfig
     from laminae.tasks.crawl.results import FetchResult
     from laminae.tasks.embed.embedders import embed_rows, load_embedder
-    from laminae.tasks.nodes.build import build_nodes
+    from laminae.tasks.nodes.document_nodes import build_nodes
     from laminae.tasks.parse.html import parse_html
     from laminae.tasks.storage.index_store import IndexStore
 

@@ -8,7 +8,7 @@ import pytest
 from laminae.schemas import document_id, node_id, normalize_url, table_schemas
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.nodes.document_nodes import build_nodes
 from laminae.tasks.parse.html import parse_html
 from tests.conftest import GOLDEN, golden_text
 

@@ -22,7 +22,7 @@ from laminae.schemas import document_id
 from laminae.schemas.search_text import SERIALIZATION, embed_text, serialize_document
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.nodes.document_nodes import build_nodes
 from laminae.tasks.nodes.objects import object_rows
 from laminae.tasks.parse.html import parse_html
 from tests.conftest import Route, page

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from laminae.tasks.embed import runtime
+from laminae.tasks import model_runtime as runtime
 
 
 def test_spin_as_configured_or_from_the_load_once(monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 from laminae.schemas import document_id
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.results import FetchResult
-from laminae.tasks.nodes.build import build_nodes
+from laminae.tasks.nodes.document_nodes import build_nodes
 from laminae.tasks.nodes.sentences import split_sentences
 from laminae.tasks.nodes.table_rows import explode_table, row_text
 from laminae.tasks.parse.html import parse_html

@@ -9,7 +9,7 @@ import pytest
 from laminae.schemas.ids import MAX_URL_CHARS, canonical_url, document_id, normalize_url
 from laminae.tasks.crawl.formats import sniff_content_type
 from laminae.tasks.crawl.hosts import host_of, seed_scope
-from laminae.tasks.crawl.links import extract_links, resolve_href, resolve_link, same_page_key
+from laminae.tasks.crawl.hrefs import extract_links, resolve_href, resolve_link, same_page_key
 from laminae.tasks.crawl.seeds import SeedsError, read_seeds
 from laminae.tasks.parse.document import decode_bytes
 from laminae.tasks.parse.html import parse_html

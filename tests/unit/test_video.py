@@ -9,7 +9,7 @@ from laminae.schemas.storage import IndexFiles
 from laminae.schemas.timecodes import clock
 from laminae.tasks.config import VideoConfig
 from laminae.tasks.crawl.formats import sniff_content_type
-from laminae.tasks.nodes.build import id_maker
+from laminae.tasks.nodes.document_nodes import id_maker
 from laminae.tasks.nodes.keyframes import (
     VideoProblem,
     cache_path,

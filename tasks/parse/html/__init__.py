@@ -24,7 +24,7 @@ paths, notes; ``parse_html``), ``text`` (inline text and link offsets, long para
 ``tables``, ``lists`` (and definition lists), ``code`` and ``media`` (images, videos).
 """
 
-from laminae.tasks.crawl.links import MAX_URL_CHARS
+from laminae.tasks.crawl.hrefs import MAX_URL_CHARS
 from laminae.tasks.parse.document import ParseError
 from laminae.tasks.parse.html.lists import LIST_CHUNK_CHARS
 from laminae.tasks.parse.html.media import image_text_proxy

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from laminae.tasks.config import OcrConfig, ParseConfig
-from laminae.tasks.crawl.links import MAX_URL_CHARS, page_base, resolve_link
+from laminae.tasks.crawl.hrefs import MAX_URL_CHARS, page_base, resolve_link
 from laminae.tasks.parse.document import Component, Link, ParsedPage, ParseError, decode_bytes
 from laminae.tasks.parse.html.chrome import (
     BLOCK_TAGS,

@@ -30,7 +30,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.gfm_autolink import gfm_autolink_plugin
 
 from laminae.tasks.config import OcrConfig, ParseConfig
-from laminae.tasks.crawl.links import resolve_link
+from laminae.tasks.crawl.hrefs import resolve_link
 from laminae.tasks.parse.document import (
     Component,
     Link,

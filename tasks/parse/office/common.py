@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from laminae.tasks.config import ParseConfig
 from laminae.tasks.crawl.formats import OFFICE_MAIN_MEMBERS, OFFICE_MAIN_TYPES, OLE_MAGIC
-from laminae.tasks.crawl.links import resolve_href
+from laminae.tasks.crawl.hrefs import resolve_href
 from laminae.tasks.parse.archive import check_zip, read_member
 from laminae.tasks.parse.document import Component, Link, ParseError, header_labels, linearize_table
 

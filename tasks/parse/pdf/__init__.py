@@ -30,7 +30,7 @@ from collections import Counter
 
 from laminae.schemas.pictures import MAX_PIXELS
 from laminae.tasks.config import OcrConfig, ParseConfig
-from laminae.tasks.crawl.links import link_target
+from laminae.tasks.crawl.hrefs import link_target
 from laminae.tasks.parse.document import Component, Link, ParsedPage, linearize_table
 from laminae.tasks.parse.html import ParseError, image_text_proxy
 from laminae.tasks.parse.isolated import extend_deadline

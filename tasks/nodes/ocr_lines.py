@@ -25,8 +25,8 @@ from laminae.schemas.pictures import load_image, raster_picture
 from laminae.schemas.storage import IndexFiles
 from laminae.schemas.tables import error_row
 from laminae.tasks.config import OcrConfig
-from laminae.tasks.embed.runtime import on_free_models, usable_cores
-from laminae.tasks.nodes.build import edge_row, subcomponent_row
+from laminae.tasks.model_runtime import on_free_models, usable_cores
+from laminae.tasks.nodes.document_nodes import edge_row, subcomponent_row
 from laminae.tasks.parse.ocr import (
     OcrUnavailable,
     TextLine,
