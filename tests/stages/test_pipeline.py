@@ -3,11 +3,7 @@ decided by which stages read the index."""
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import inspect
-import textwrap
-from functools import cached_property
 
 from laminae.tasks import pipeline
 from laminae.tasks.config import BuildSettings
@@ -24,6 +20,7 @@ from laminae.tasks.pipeline import (
 from laminae.tasks.storage.index_store import IndexStore
 from laminae.tasks.storage.rawstore import RawStore
 from tests.conftest import page
+from tests.support.declared_fields import check_declared, touched
 
 
 def test_adding_a_stage_is_one_list_entry(tmp_path):
@@ -62,7 +59,6 @@ def test_adding_a_stage_is_one_list_entry(tmp_path):
     assert ahead_stages((STAGES[0], reader, *STAGES[1:])) == 1 and ahead_stages(STAGES) == 2
 
 
-MUTATORS = {"append", "extend", "update", "add", "setdefault", "insert", "pop", "clear", "remove"}
 # the BatchWork fields ``absorb`` adds each field of a stage's output to
 ABSORBED = {"docs": {"docs"}, "rows": {"docs"}, "edges": {"docs"}, "errors": {"errors"},
             "fetches": {"image_fetches"}, "vectors": {"new_vectors"}, "known": {"known"},
@@ -71,50 +67,20 @@ ABSORBED = {"docs": {"docs"}, "rows": {"docs"}, "edges": {"docs"}, "errors": {"e
 IN_PLACE = {"docs", "components", "subcomponents", "raw", "store"}
 
 
+def _helper(fn, name: str):
+    helper = getattr(pipeline, name)
+    assert inspect.getmodule(helper) is pipeline, f"{name} is handed the batch"
+    return helper
+
+
 def _touched(fn) -> tuple[set[str], set[str]]:
     """The ``BatchWork`` fields ``fn`` and the pipeline helpers it hands the batch to use, and those
     among them it assigns, extends or returns in a ``StageOutput`` (see ``ABSORBED``)."""
-    func = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
-    work = func.args.args[0].arg
-
-    def is_work(node: ast.AST) -> bool:
-        return isinstance(node, ast.Name) and node.id == work
-
-    used: set[str] = set()
-    written: set[str] = set()
-    for node in ast.walk(func):
-        if isinstance(node, ast.Attribute) and is_work(node.value):
-            used.add(node.attr)
-            if isinstance(node.ctx, ast.Store):
-                written.add(node.attr)
-        if not isinstance(node, ast.Call):
-            continue
-        if isinstance(node.func, ast.Name) and node.func.id == "StageOutput":
-            for keyword in node.keywords:
-                used |= ABSORBED[keyword.arg]
-                written |= ABSORBED[keyword.arg]
-        if (isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS
-                and isinstance(node.func.value, ast.Attribute) and is_work(node.func.value.value)):
-            written.add(node.func.value.attr)
-        if isinstance(node.func, ast.Name) and any(is_work(arg) for arg in node.args):
-            helper = getattr(pipeline, node.func.id)
-            assert inspect.getmodule(helper) is pipeline, f"{node.func.id} is handed the batch"
-            more_used, more_written = _touched(helper)
-            used |= more_used
-            written |= more_written
-    return used, written
+    return touched(fn, _helper, ("StageOutput", ABSORBED))
 
 
 def test_each_stage_declares_the_batch_fields_its_code_reads_and_writes():
-    fields = {f.name for f in dataclasses.fields(BatchWork)} | {
-        name for name, value in vars(BatchWork).items() if isinstance(value, property | cached_property)}
-    for stage in STAGES:
-        used, written = _touched(stage.run)
-        reads, writes = set(stage.reads), set(stage.writes)
-        assert reads | writes <= fields, (stage.name, (reads | writes) - fields)
-        assert used == reads | writes, (stage.name, used ^ (reads | writes))
-        assert written <= writes, (stage.name, written - writes)
-        assert writes <= written | IN_PLACE, (stage.name, writes - written - IN_PLACE)
+    check_declared(STAGES, BatchWork, IN_PLACE, _touched)
 
 
 def test_the_checker_sees_assignments_extensions_outputs_and_helpers():

@@ -4,12 +4,6 @@ section."""
 
 from __future__ import annotations
 
-import ast
-import dataclasses
-import inspect
-import textwrap
-from functools import cached_property
-
 from laminae.tasks.crawl.seeds import Seed
 from laminae.tasks.publish import summarize_run
 from laminae.tasks.run import RUN, run_build
@@ -17,56 +11,27 @@ from laminae.tasks.run_record import Run
 from laminae.tasks.storage.index_store import IndexStore
 from tests.conftest import page
 from tests.support.census_step import CENSUS, CensusSettings
+from tests.support.declared_fields import check_declared, touched
 
-MUTATORS = {"append", "extend", "update", "add", "setdefault", "insert", "pop", "clear", "remove"}
 # written through the rows they hold or the store they stand for, which the code cannot show
 IN_PLACE = {"store", "gone_errors"}
+
+
+def _helper(fn, name: str):
+    helper = fn.__globals__[name]
+    assert helper.__module__.startswith("laminae.tasks"), f"{name} is handed the run"
+    return helper
 
 
 def _touched(fn) -> tuple[set[str], set[str]]:
     """The ``Run`` fields ``fn`` (and the functions of ``laminae.tasks`` it hands the record to) uses,
     and those among them it assigns, extends or sets an item of."""
-    func = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
-    run = func.args.args[0].arg
-
-    def field_of(node: ast.AST) -> str | None:
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == run:
-            return node.attr
-        return None
-
-    used: set[str] = set()
-    written: set[str] = set()
-    for node in ast.walk(func):
-        if (name := field_of(node)) is not None:
-            used.add(name)
-            if isinstance(node.ctx, ast.Store):
-                written.add(name)
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and (name := field_of(node.value)):
-            written.add(name)
-        if not isinstance(node, ast.Call):
-            continue
-        if isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS and (name := field_of(node.func.value)):
-            written.add(name)
-        if isinstance(node.func, ast.Name) and any(isinstance(a, ast.Name) and a.id == run for a in node.args):
-            helper = fn.__globals__[node.func.id]
-            assert helper.__module__.startswith("laminae.tasks"), f"{node.func.id} is handed the run"
-            more_used, more_written = _touched(helper)
-            used |= more_used
-            written |= more_written
-    return used, written
+    return touched(fn, _helper)
 
 
 def test_each_step_declares_the_run_fields_its_code_reads_and_writes():
-    fields = {f.name for f in dataclasses.fields(Run)} | {
-        name for name, value in vars(Run).items() if isinstance(value, property | cached_property)}
-    for step in (*RUN, CENSUS):
-        used, written = _touched(step.run)
-        reads, writes = set(step.reads), set(step.writes)
-        assert reads | writes <= fields, (step.name, (reads | writes) - fields)
-        assert used == reads | writes, (step.name, used ^ (reads | writes))
-        assert written <= writes, (step.name, written - writes)
-        assert writes <= written | IN_PLACE, (step.name, writes - written - IN_PLACE)
-        assert step.when is None or step.when in fields, step.name
+    fields = check_declared((*RUN, CENSUS), Run, IN_PLACE, _touched)
+    assert all(step.when is None or step.when in fields for step in (*RUN, CENSUS))
 
 
 def test_the_checker_sees_assignments_items_extensions_and_helpers():
