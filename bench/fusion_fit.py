@@ -123,7 +123,7 @@ def gather(name: str, index_dir: Path, hop: bool = False) -> list[dict]:
 def _item(ev: fusion.Evidence, lists: list[np.ndarray], labels: np.ndarray, page: str, text: str) -> dict:
     fused_rows, _ = rrf(lists)
     rrf_rank = {r: i for i, r in enumerate(fused_rows.tolist())}
-    return {"rows": ev.rows, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
+    return {"rows": ev.rows, "docs": ev.docs, "x": fusion.features(ev), "kinds": ev.kinds, "labels": labels,
             "rrf": -np.array([rrf_rank.get(r, len(rrf_rank)) for r in ev.rows.tolist()], dtype=np.float64),
             "page": page, "question": fusion.is_question(text), "procedural": ev.procedural,
             "gate_x": fusion.question_features(ev), "text": text}
@@ -166,11 +166,11 @@ def design(item: dict, kinds: tuple[str, ...]) -> np.ndarray:
     return np.column_stack([item["x"], *[on * (item["kinds"] == k) for k in kinds]])
 
 
-def served(item: dict, weights=None, prior=None, intercept=None) -> np.ndarray:
-    """The scores the reader gives the item's candidates (with the shipped weights, the how-to
-    weights for a how-to question)."""
-    return fusion.scores(item["x"], item["kinds"], weights, prior, intercept, question=item.get("question", True),
-                         procedural=item.get("procedural", False))
+def served(item: dict) -> np.ndarray:
+    """The scores the reader gives the item's candidates with the shipped weights and gate
+    (routed again here: an item's ``procedural`` is what the gate said when it was gathered)."""
+    return served_by(item, (fusion.WEIGHTS, fusion.KIND_PRIOR, fusion.INTERCEPT),
+                     (fusion.HOWTO_WEIGHTS, {}, fusion.HOWTO_INTERCEPT), (fusion.GATE_WEIGHTS, fusion.GATE_INTERCEPT))
 
 
 Model = tuple[np.ndarray, dict[str, float], float]
@@ -232,8 +232,12 @@ def routed_howto(item: dict, gate: Gate | None) -> bool:
 
 
 def served_by(item: dict, general: Model, howto: Model | None, gate: Gate | None = None) -> np.ndarray:
-    model = howto if howto is not None and routed_howto(item, gate) else general
-    return fusion.scores(item["x"], item["kinds"], *model, question=item.get("question", True))
+    """The scores the reader would give the item's candidates with these models: a question the
+    gate sends to the how-to model also gets one component per page first (``fusion.one_per_page``)."""
+    if howto is not None and routed_howto(item, gate):
+        return fusion.one_per_page(item["rows"], item["docs"],
+                                   fusion.scores(item["x"], item["kinds"], *howto, question=item.get("question", True)))
+    return fusion.scores(item["x"], item["kinds"], *general, question=item.get("question", True))
 
 
 def quality(items: list[dict], scores: list[np.ndarray]) -> tuple[float, float, float]:

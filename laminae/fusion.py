@@ -232,6 +232,31 @@ def scores(x: np.ndarray, kinds: Sequence[str] | np.ndarray, weights: np.ndarray
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # the logistic, without overflow
 
 
+def one_per_page(rows: np.ndarray, docs: np.ndarray, probability: np.ndarray) -> np.ndarray:
+    """Scores that rank each page's best candidate (by ``probability``, ties by row) before any
+    page's second: a how-to question is answered by a page, so ten results should be ten pages
+    while there are ten. The best of each page keep their probability; the others are scaled
+    by one factor below the lowest of those, so their order among themselves is kept. Held out
+    by site, it raised MRR@10 on all four documentation sites (Django 0.836 -> 0.858, PostgreSQL
+    0.777 -> 0.795, Maxima 0.664 -> 0.704, FLTK 0.658 -> 0.673) and costs table and multi-hop
+    questions (wtq-dev 0.629 -> 0.572), so only how-to questions get it."""
+    out = np.asarray(probability, dtype=np.float64).copy()
+    if len(out) == 0:
+        return out
+    order = np.lexsort((rows, -out))
+    _, first = np.unique(np.asarray(docs)[order], return_index=True)
+    best = np.zeros(len(out), dtype=bool)
+    best[order[first]] = True
+    if best.all():
+        return out
+    floor, top_rest = out[best].min(), out[~best].max()
+    if top_rest >= floor > 0:  # (a probability of 0, underflowed, ties with the rest scaled to 0)
+        out[~best] *= floor / top_rest * (1.0 - 1e-6)
+    elif top_rest >= floor:
+        out[~best] = 0.0
+    return out
+
+
 def ranks(rankings: Sequence[np.ndarray], rows: np.ndarray) -> np.ndarray:
     """Rank (from 1) of each of ``rows`` in the one of ``rankings`` (each best first, none sharing
     a row, as the per-kind dense rankings) that holds it; ABSENT_RANK where none does."""

@@ -194,7 +194,9 @@ class Index:
         ``ranking="learned"`` (the default) every component in any of them is scored by the
         learned fusion (``laminae.fusion``: the ranks, the scores' margins and, for a question
         rather than a keyword query, a prior per kind; fitted on table and multi-hop questions; a
-        hit's score is the estimated probability that it is evidence); ``ranking="rrf"`` fuses the
+        hit's score is the estimated probability that it is evidence; a how-to question on a
+        documentation site, which a page answers, gets each page's best component before any
+        page's second, ``fusion.one_per_page``); ``ranking="rrf"`` fuses the
         rankings by reciprocal rank instead, with no learned weights. ``documents`` and ``kinds``
         restrict the candidates. A hit's ``extra["similarity"]`` is its dense score. A vector
         query has only the dense rankings, fused by reciprocal rank.

@@ -71,6 +71,8 @@ def fused_components(sources: Sources, query, q: np.ndarray | None, found: np.nd
         return fused_rows, fused, similarity
     probability = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query),
                                 procedural=ev.procedural)
+    if ev.procedural:
+        probability = fusion.one_per_page(ev.rows, ev.docs, probability)
     order = np.lexsort((ev.rows, -probability))
     return ev.rows[order], probability[order], similarity
 

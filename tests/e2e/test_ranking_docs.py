@@ -125,6 +125,11 @@ def test_a_how_to_question_ranks_the_answering_paragraph_above_generated_and_agg
     assert sum(docs[c["document_id"]] == single for c in comps) >= sum(len(s) for _, s in PAGES.values())
     assert not [h for h in hits if docs[h.document_id] == single]
     assert len({h.text for h in hits}) == len(hits)
+    # a how-to question is answered by a page: each page's best component before any page's second
+    pages = [h.document_id for h in hits]
+    first_repeat = next((i for i, d in enumerate(pages) if d in pages[:i]), len(pages))
+    assert first_repeat >= 3 and set(pages[first_repeat:]) <= set(pages[:first_repeat])
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # asked within the single page alone, its own copy is what there is to return
     single_id = next(d for d, url in docs.items() if url == single)
     within = index.retrieve("How can I get rid of a cached value before it expires?", k=3, documents=[single_id])

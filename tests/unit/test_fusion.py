@@ -157,7 +157,8 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
         labels = (x[:, 4] > 1.2)[:, None]  # evidence is what scores high on bm25
         gate_x = rng.normal(size=len(fusion.GATE_FEATURES))
         gate_x[2] += 8.0 * (i >= 20)  # the questions of the docs sites below find more pages
-        items.append({"rows": np.arange(30), "x": x, "kinds": np.array(["paragraph"] * 30), "labels": labels,
+        items.append({"rows": np.arange(30), "docs": np.arange(30), "x": x, "kinds": np.array(["paragraph"] * 30),
+                      "labels": labels,
                       "rrf": -np.arange(30.0), "page": f"p{i % 13}", "gate_x": gate_x})
     weights, prior, intercept = fusion_fit.fit({"a": items[:20], "b": items[20:]}, c=1.0)
     assert np.argmax(weights) == 4 and weights[4] > 1.0
@@ -195,6 +196,37 @@ def test_the_fit_recovers_which_feature_marks_evidence_and_writes_it(tmp_path, m
     assert math.isclose(written["INTERCEPT"], intercept, rel_tol=1e-5)
     assert written["GATE_VERSION"] == "test-fit" and np.allclose(written["GATE_WEIGHTS"], gate[0], rtol=1e-5)
     assert math.isclose(written["GATE_INTERCEPT"], gate[1], rel_tol=1e-5)
+
+
+def test_one_per_page_ranks_every_page_best_before_any_page_second():
+    rows = np.array([10, 11, 12, 13, 14, 15])
+    docs = np.array([0, 0, 0, 1, 2, 1])
+    probability = np.array([0.9, 0.8, 0.7, 0.3, 0.2, 0.25])
+    out = fusion.one_per_page(rows, docs, probability)
+    order = rows[np.argsort(-out, kind="stable")].tolist()
+    assert order == [10, 13, 14, 11, 12, 15]  # the pages' best (0.9, 0.3, 0.2), then the rest in their own order
+    assert np.array_equal(out[[0, 3, 4]], probability[[0, 3, 4]])  # a page's best keeps its probability
+    assert (out[[1, 2, 5]] < 0.2).all() and (out[[1, 2, 5]] > 0).all()
+    assert np.allclose(out[[1, 2, 5]] / probability[[1, 2, 5]], out[1] / probability[1])  # one common factor
+    one_each = np.array([0, 1, 2, 3, 4, 5])
+    assert np.array_equal(fusion.one_per_page(rows, one_each, probability), probability)
+    assert len(fusion.one_per_page(rows[:0], docs[:0], probability[:0])) == 0
+    tied = fusion.one_per_page(rows[:2], docs[:2], np.array([0.5, 0.5]))  # ties go to the lower row
+    assert tied[0] == 0.5 and tied[1] < 0.5
+
+
+def test_a_question_the_gate_sends_to_the_how_to_model_is_served_one_component_per_page():
+    x = np.zeros((8, len(fusion.FEATURES)))
+    x[:, 0] = [4.0, 3.5, 3.0, 2.5, 1.0, 0.5, 0.0, -0.5]  # page 0's four components score best
+    item = {"rows": np.arange(8), "docs": np.array([0, 0, 0, 0, 1, 1, 2, 3]), "x": x,
+            "kinds": np.array(["paragraph"] * 8), "gate_x": np.zeros(len(fusion.GATE_FEATURES))}
+    model = (np.ones(len(fusion.FEATURES)), {}, 0.0)
+    plain = fusion.scores(x, item["kinds"], *model)
+    to_howto, to_general = (np.zeros(len(fusion.GATE_FEATURES)), 1.0), (np.zeros(len(fusion.GATE_FEATURES)), -1.0)
+    howto = fusion_fit.served_by(item, model, model, to_howto)
+    assert np.allclose(fusion_fit.served_by(item, model, model, to_general), plain)
+    assert item["docs"][np.argsort(-plain, kind="stable")[:4]].tolist() == [0, 0, 0, 0]
+    assert item["docs"][np.argsort(-howto, kind="stable")[:4]].tolist() == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize(("text", "question"), [
