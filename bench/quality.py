@@ -201,6 +201,7 @@ def docs_strategies() -> dict[str, Callable[[laminae.Index, str], list[str]]]:
         return lambda ix, q: [h.document_id for h in fn(ix, q)]
     return {
         "retrieve(q) (default)": comps(lambda ix, q: ix.retrieve(q, k=10)),
+        'retrieve(q, pages="any")': comps(lambda ix, q: ix.retrieve(q, k=10, pages="any")),
         'retrieve(q, ranking="rrf")': comps(lambda ix, q: ix.retrieve(q, k=10, ranking="rrf")),
         'retrieve(q, kinds=["paragraph", "code"])': comps(
             lambda ix, q: ix.retrieve(q, k=10, kinds=[k for k in ("paragraph", "code") if k in kinds_of(ix)])),

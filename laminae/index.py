@@ -183,7 +183,7 @@ class Index:
         return ranking.search(self._sources, query, layer, k, kinds, documents, mode)
 
     def retrieve(self, query, k: int = 10, documents: Sequence[str] | None = None,
-                 kinds: Sequence[str] | None = None, ranking: str = "learned") -> list[Hit]:
+                 kinds: Sequence[str] | None = None, ranking: str = "learned", pages: str = "auto") -> list[Hit]:
         """The best ``k`` components (paragraphs, tables, images) for a question: the default move.
 
         Gathers one dense ranking per component kind (a component scores the best similarity of
@@ -194,15 +194,16 @@ class Index:
         ``ranking="learned"`` (the default) every component in any of them is scored by the
         learned fusion (``laminae.fusion``: the ranks, the scores' margins and, for a question
         rather than a keyword query, a prior per kind; fitted on table and multi-hop questions; a
-        hit's score is the estimated probability that it is evidence; a how-to question on a
-        documentation site, which a page answers, gets each page's best component before any
-        page's second, ``fusion.one_per_page``); ``ranking="rrf"`` fuses the
+        hit's score is the estimated probability that it is evidence); ``ranking="rrf"`` fuses the
         rankings by reciprocal rank instead, with no learned weights. ``documents`` and ``kinds``
         restrict the candidates. A hit's ``extra["similarity"]`` is its dense score. A vector
-        query has only the dense rankings, fused by reciprocal rank.
+        query has only the dense rankings, fused by reciprocal rank. ``pages="auto"`` (the
+        default) gives a how-to question on a documentation site, which a page answers, each
+        page's best component before any page's second (``fusion.one_per_page``: the others are
+        scored below the last page's best); ``"one"`` does so for every query, ``"any"`` for none.
         """
         moves.check("retrieve", locals())
-        return retrieval.retrieve(self._sources, query, k, documents, kinds, ranking)
+        return retrieval.retrieve(self._sources, query, k, documents, kinds, ranking, pages)
 
     def _fusion_evidence(self, query, q: np.ndarray | None, rows: np.ndarray, documents, granularity: int,
                          signals: bool = False) -> retrieval.Evidence | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from laminae.errors import ReaderArgumentError
 from laminae.ranking import MODES
-from laminae.retrieval import RANKINGS
+from laminae.retrieval import PAGES, RANKINGS
 
 REQUIRED = object()  # the default of an argument a move cannot do without
 SURFACES = ("mcp", "terminal", "retrievers")  # where a move is offered beside its Index method
@@ -124,7 +124,10 @@ MOVES: dict[str, MoveSpec] = {spec.name: spec for spec in (
                  Arg("documents", list, None, f"only the components of these {DOCUMENT_IDS}", aliases=("document_ids",)),
                  Arg("kinds", list, None, "only these component kinds, e.g. table"),
                  Arg("ranking", str, "learned", "learned (fitted fusion) or rrf (reciprocal rank fusion)",
-                     choices=RANKINGS)),
+                     choices=RANKINGS),
+                 Arg("pages", str, "auto", "one: each page's best component before any page's second; any: by "
+                     "score alone; auto: one for a how-to question (a page answers it), any for the others",
+                     choices=PAGES)),
              surfaces=("retrievers",)),  # the MCP tool and the command `search` at layer 1 are retrieve
     MoveSpec("search", "Search one layer: 0 documents, 1 components (paragraphs, tables, images, videos and their "
              "transcripts; keyframes are images with a time; the default and the best first move for a question), "

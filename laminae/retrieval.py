@@ -36,42 +36,53 @@ from laminae.ranking import (
 )
 
 RANKINGS = ("learned", "rrf")  # how retrieve orders what its rankings found
+# how many components of one page may come before every other page's best: "auto" one for a
+# question the gate sends to the how-to weights (a page answers it), any for the others
+PAGES = ("auto", "one", "any")
 
 Evidence = tuple[list[np.ndarray], fusion.Evidence | None, np.ndarray]
 
 
 def retrieve(sources: Sources, query, k: int, documents: Sequence[str] | None, kinds: Sequence[str] | None,
-             ranking: str) -> list[Hit]:
+             ranking: str, pages: str = "auto") -> list[Hit]:
     """The best ``k`` components for ``query`` (``Index.retrieve`` says how they are ranked)."""
     if ranking not in RANKINGS:
         raise ReaderArgumentError(f"ranking must be one of {', '.join(RANKINGS)}; got {ranking!r}")
+    if pages not in PAGES:
+        raise ReaderArgumentError(f"pages must be one of {', '.join(PAGES)}; got {pages!r}")
     graph = sources.graph
     found = rows(graph, 1, kinds, documents)
     found = np.arange(len(graph.layers[1].ids)) if found is None else found
     fused_rows, fused, similarity = fused_components(sources, query, None, found, documents, granularity=2,
-                                                     learned=ranking == "learned")
+                                                     learned=ranking == "learned", pages=pages)
     return with_similarity(graph, top_hits(graph, 1, fused_rows, fused, k), found, similarity)
 
 
 def fused_components(sources: Sources, query, q: np.ndarray | None, found: np.ndarray, documents, granularity: int,
-                     learned: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     learned: bool = True, pages: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``retrieve``'s fusion over component rows ``found``: (fused rows best first, their fused
     scores, the dense similarity of every row of ``found``). Granularity 2 scores a component by
     its subcomponents (dense max, BM25 over layer 2); granularity 1 by its own vector and text.
     ``q`` is the query's vector (None: embedded here, while the term-coverage lookups, sent
     first, run). A text ``query`` adds the full-text and term-coverage rankings; at granularity 2
     every component found by any ranking is then scored by the learned fusion
-    (``laminae.fusion``) unless ``learned`` is False; elsewhere by reciprocal rank fusion."""
+    (``laminae.fusion``) unless ``learned`` is False; elsewhere by reciprocal rank fusion. ``pages``
+    ("auto", "one", "any"): whether each page's best component ranks before any page's second
+    (``fusion.one_per_page``): for a question the gate sends to the how-to weights, always, never."""
     evidence = fusion_evidence(sources, query, q, found, documents, granularity)
     if evidence is None:
         return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
     lists, ev, similarity = evidence
     if ev is None or not learned:
         fused_rows, fused = rrf(lists)
+        if pages == "one":
+            fused = fusion.one_per_page(fused_rows, sources.graph.layers[1].doc[fused_rows], fused)
+            order = np.lexsort((fused_rows, -fused))
+            fused_rows, fused = fused_rows[order], fused[order]
         return fused_rows, fused, similarity
     probability = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query),
                                 procedural=ev.procedural)
-    if ev.procedural:
+    if pages == "one" or (pages == "auto" and ev.procedural):
         probability = fusion.one_per_page(ev.rows, ev.docs, probability)
     order = np.lexsort((ev.rows, -probability))
     return ev.rows[order], probability[order], similarity

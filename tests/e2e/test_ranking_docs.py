@@ -129,6 +129,9 @@ def test_a_how_to_question_ranks_the_answering_paragraph_above_generated_and_agg
     pages = [h.document_id for h in hits]
     first_repeat = next((i for i, d in enumerate(pages) if d in pages[:i]), len(pages))
     assert first_repeat >= 3 and set(pages[first_repeat:]) <= set(pages[:first_repeat])
+    plain = [h.document_id for h in index.retrieve("How can I get rid of a cached value before it expires?", k=10,
+                                                    pages="any")]
+    assert next(i for i, d in enumerate(plain) if d in plain[:i]) < first_repeat  # by score alone, a page repeats
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # asked within the single page alone, its own copy is what there is to return
     single_id = next(d for d, url in docs.items() if url == single)

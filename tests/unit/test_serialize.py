@@ -238,6 +238,18 @@ def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthet
     assert np.allclose([h.score for h in plain], [s for _, s in by_rrf[:6]])
     with pytest.raises(laminae.index.ReaderArgumentError, match="ranking must be one of learned, rrf"):
         fixed.retrieve(text, ranking="best")
+    # pages="one": each page's best component first, then the others in their own order
+    seen, first, rest = set(), [], []
+    for r, _ in expected:
+        (rest if int(comps.doc[r]) in seen else first).append(r)
+        seen.add(int(comps.doc[r]))
+    assert (first + rest)[:10] != [r for r, _ in expected][:10]  # the plain ranking repeats a page early
+    spread = fixed.retrieve(text, k=10, pages="one")
+    assert [h.id for h in spread] == [str(comps.ids[r]) for r in (first + rest)[:10]]
+    assert [h.score for h in spread] == sorted((h.score for h in spread), reverse=True)
+    assert [h.id for h in fixed.retrieve(text, k=6, pages="any")] == [h.id for h in hits]  # as "auto" here
+    with pytest.raises(laminae.index.ReaderArgumentError, match="pages"):
+        fixed.retrieve(text, pages="all")
     # the default search is retrieve; documents(g=2) ranks documents by their best fused component
     assert [h.id for h in fixed.search(text, k=6)] == [h.id for h in hits]
     docs = fixed.documents(text, k=3, granularity=2)
