@@ -235,6 +235,9 @@ def served_by(item: dict, general: Model, howto: Model | None, gate: Gate | None
     """The scores the reader would give the item's candidates with these models: a question the
     gate sends to the how-to model also gets one component per page first (``fusion.one_per_page``)."""
     if howto is not None and routed_howto(item, gate):
+        if "docs" not in item:
+            raise ValueError("the gathered evidence lacks its candidates' documents (gathered before one_per_page): "
+                             "gather it again (run without --gathered, or with a new file)")
         return fusion.one_per_page(item["rows"], item["docs"],
                                    fusion.scores(item["x"], item["kinds"], *howto, question=item.get("question", True)))
     return fusion.scores(item["x"], item["kinds"], *general, question=item.get("question", True))

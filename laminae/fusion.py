@@ -236,24 +236,28 @@ def one_per_page(rows: np.ndarray, docs: np.ndarray, probability: np.ndarray) ->
     """Scores that rank each page's best candidate (by ``probability``, ties by row) before any
     page's second: a how-to question is answered by a page, so ten results should be ten pages
     while there are ten. The best of each page keep their probability; the others are scaled
-    by one factor below the lowest of those, so their order among themselves is kept. Held out
-    by site, it raised MRR@10 on all four documentation sites (Django 0.836 -> 0.858, PostgreSQL
-    0.777 -> 0.795, Maxima 0.664 -> 0.704, FLTK 0.658 -> 0.673) and costs table and multi-hop
-    questions (wtq-dev 0.629 -> 0.572), so only how-to questions get it."""
+    by one factor below the lowest of those (below 0 when that is 0), so their order among
+    themselves is kept and their score is no longer a probability. A candidate outside any
+    document (``docs`` -1) is a page of its own. Held out by site, it raised MRR@10 on all four
+    documentation sites (Django 0.836 -> 0.858, PostgreSQL 0.777 -> 0.795, Maxima 0.664 -> 0.704,
+    FLTK 0.658 -> 0.673); applied to table and multi-hop questions it would cost them (wtq-dev
+    0.629 -> 0.572), so the reader applies it to how-to questions only."""
     out = np.asarray(probability, dtype=np.float64).copy()
     if len(out) == 0:
         return out
+    docs = np.asarray(docs, dtype=np.int64)
+    docs = np.where(docs >= 0, docs, -1 - np.arange(len(docs)))
     order = np.lexsort((rows, -out))
-    _, first = np.unique(np.asarray(docs)[order], return_index=True)
+    _, first = np.unique(docs[order], return_index=True)
     best = np.zeros(len(out), dtype=bool)
     best[order[first]] = True
     if best.all():
         return out
     floor, top_rest = out[best].min(), out[~best].max()
-    if top_rest >= floor > 0:  # (a probability of 0, underflowed, ties with the rest scaled to 0)
+    if top_rest >= floor > 0:
         out[~best] *= floor / top_rest * (1.0 - 1e-6)
-    elif top_rest >= floor:
-        out[~best] = 0.0
+    elif top_rest >= floor:  # the lowest best underflowed to 0: the others go below 0, in their order
+        out[~best] = (out[~best] / top_rest if top_rest > 0 else 0.0) - 1.0 - 1e-6
     return out
 
 

@@ -198,9 +198,11 @@ class Index:
         rankings by reciprocal rank instead, with no learned weights. ``documents`` and ``kinds``
         restrict the candidates. A hit's ``extra["similarity"]`` is its dense score. A vector
         query has only the dense rankings, fused by reciprocal rank. ``pages="auto"`` (the
-        default) gives a how-to question on a documentation site, which a page answers, each
-        page's best component before any page's second (``fusion.one_per_page``: the others are
-        scored below the last page's best); ``"one"`` does so for every query, ``"any"`` for none.
+        default) gives a question the gate sends to the how-to weights (a documentation site's
+        how-to or concept question, which a page answers) each page's best component before any
+        page's second (``fusion.one_per_page``): the others are scaled below the last page's
+        best, so their score is no longer a probability; ``"one"`` does so for every query,
+        ``"any"`` for none (every learned score a probability).
         """
         moves.check("retrieve", locals())
         return retrieval.retrieve(self._sources, query, k, documents, kinds, ranking, pages)

@@ -68,14 +68,15 @@ def fused_components(sources: Sources, query, q: np.ndarray | None, found: np.nd
     every component found by any ranking is then scored by the learned fusion
     (``laminae.fusion``) unless ``learned`` is False; elsewhere by reciprocal rank fusion. ``pages``
     ("auto", "one", "any"): whether each page's best component ranks before any page's second
-    (``fusion.one_per_page``): for a question the gate sends to the how-to weights, always, never."""
+    (``fusion.one_per_page``): for a text question the gate sends to the how-to weights (with
+    either ranking), always, never."""
     evidence = fusion_evidence(sources, query, q, found, documents, granularity)
     if evidence is None:
         return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
     lists, ev, similarity = evidence
     if ev is None or not learned:
         fused_rows, fused = rrf(lists)
-        if pages == "one":
+        if pages == "one" or (pages == "auto" and ev is not None and ev.procedural):
             fused = fusion.one_per_page(fused_rows, sources.graph.layers[1].doc[fused_rows], fused)
             order = np.lexsort((fused_rows, -fused))
             fused_rows, fused = fused_rows[order], fused[order]

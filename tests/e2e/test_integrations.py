@@ -48,6 +48,7 @@ def _moves(index: laminae.Index) -> list[tuple[dict, list]]:
         ({}, index.retrieve(QUESTION, k=10)),
         ({"move": "retrieve", "k": 4, "kinds": ["table"], "ranking": "rrf"},
          index.retrieve(QUESTION, k=4, kinds=["table"], ranking="rrf")),
+        ({"move": "retrieve", "k": 6, "pages": "one"}, index.retrieve(QUESTION, k=6, pages="one")),
         ({"move": "search", "k": 6, "layer": 2, "kinds": ["sentence", "row"]},
          index.search(QUESTION, layer=2, k=6, kinds=["sentence", "row"])),
         ({"move": "documents", "k": 5, "granularity": 2}, docs),
@@ -91,6 +92,8 @@ def _check_metadata(index: laminae.Index, hits: list, metadata: list[dict], move
 
 
 def test_each_move_gives_the_readers_ids_in_order_with_metadata(index):
+    spread = [h.id for h in index.retrieve(QUESTION, k=6, pages="one")]
+    assert spread != [h.id for h in index.retrieve(QUESTION, k=6)]  # so the retrievers' pages case tells it apart
     for arguments, hits in _moves(index):
         assert hits, arguments
         move = arguments.get("move", "retrieve")

@@ -213,6 +213,12 @@ def test_one_per_page_ranks_every_page_best_before_any_page_second():
     assert len(fusion.one_per_page(rows[:0], docs[:0], probability[:0])) == 0
     tied = fusion.one_per_page(rows[:2], docs[:2], np.array([0.5, 0.5]))  # ties go to the lower row
     assert tied[0] == 0.5 and tied[1] < 0.5
+    # a page's best whose probability underflowed to 0 still comes before another page's second
+    zero = fusion.one_per_page(rows[:4], np.array([0, 0, 1, 0]), np.array([0.9, 0.8, 0.0, 0.7]))
+    assert np.argsort(-zero, kind="stable").tolist() == [0, 2, 1, 3] and zero[2] == 0.0 and zero[1] > zero[3]
+    # candidates outside any document (-1) are pages of their own
+    outside = np.array([0.5, 0.4, 0.3])
+    assert np.array_equal(fusion.one_per_page(rows[:3], np.array([-1, -1, 0]), outside), outside)
 
 
 def test_a_question_the_gate_sends_to_the_how_to_model_is_served_one_component_per_page():
