@@ -15,7 +15,6 @@ import numpy as np
 
 from laminae import fusion
 from laminae.copies import left_out, of_graph
-from laminae.errors import ReaderArgumentError
 from laminae.graph import Graph
 from laminae.hits import Hit, top_hits, with_similarity
 from laminae.query import query_terms
@@ -45,11 +44,8 @@ Evidence = tuple[list[np.ndarray], fusion.Evidence | None, np.ndarray]
 
 def retrieve(sources: Sources, query, k: int, documents: Sequence[str] | None, kinds: Sequence[str] | None,
              ranking: str, pages: str = "auto") -> list[Hit]:
-    """The best ``k`` components for ``query`` (``Index.retrieve`` says how they are ranked)."""
-    if ranking not in RANKINGS:
-        raise ReaderArgumentError(f"ranking must be one of {', '.join(RANKINGS)}; got {ranking!r}")
-    if pages not in PAGES:
-        raise ReaderArgumentError(f"pages must be one of {', '.join(PAGES)}; got {pages!r}")
+    """The best ``k`` components for ``query`` (``Index.retrieve`` says how they are ranked; it has
+    checked the arguments against ``laminae.moves.MOVES``)."""
     graph = sources.graph
     found = rows(graph, 1, kinds, documents)
     found = np.arange(len(graph.layers[1].ids)) if found is None else found
@@ -74,19 +70,20 @@ def fused_components(sources: Sources, query, q: np.ndarray | None, found: np.nd
     if evidence is None:
         return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
     lists, ev, similarity = evidence
+    spread = pages == "one" or (pages == "auto" and ev is not None and ev.procedural)
     if ev is None or not learned:
         fused_rows, fused = rrf(lists)
-        if pages == "one" or (pages == "auto" and ev is not None and ev.procedural):
-            fused = fusion.one_per_page(fused_rows, sources.graph.layers[1].doc[fused_rows], fused)
-            order = np.lexsort((fused_rows, -fused))
-            fused_rows, fused = fused_rows[order], fused[order]
-        return fused_rows, fused, similarity
-    probability = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query),
-                                procedural=ev.procedural)
-    if pages == "one" or (pages == "auto" and ev.procedural):
-        probability = fusion.one_per_page(ev.rows, ev.docs, probability)
-    order = np.lexsort((ev.rows, -probability))
-    return ev.rows[order], probability[order], similarity
+        if not spread:
+            return fused_rows, fused, similarity
+        docs = sources.graph.layers[1].doc[fused_rows]
+    else:
+        fused_rows, docs = ev.rows, ev.docs
+        fused = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query),
+                              procedural=ev.procedural)
+    if spread:
+        fused = fusion.one_per_page(fused_rows, docs, fused)
+    order = np.lexsort((fused_rows, -fused))
+    return fused_rows[order], fused[order], similarity
 
 
 def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.ndarray, documents, granularity: int,
