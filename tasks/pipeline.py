@@ -14,7 +14,7 @@ errors, fetches, vectors) that ``absorb`` adds to the batch. Prefect-free: ``flo
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -92,8 +92,8 @@ class BatchWork:
 class StageOutput:
     """What one stage made of its batch, for ``absorb`` to add to it: parsed ``docs`` (parse only),
     subcomponent ``rows`` and their ``edges`` (each joins its document, which is serialized again),
-    ``errors`` rows, ``fetches`` of pictures and videos, new ``vectors`` and ``known`` ones (from
-    the embedding cache) by cache key, and how many node rows it gave a vector (``embedded``).
+    ``errors`` rows, ``fetches`` of pictures and videos, new ``vectors`` and ``known`` ones (found
+    in the embedding cache, and the new ones again, as the embedders add them) by cache key, and how many node rows it gave a vector (``embedded``).
     Node rows a stage completes in place (an image's key, a document's summary) are not in it."""
 
     docs: list[DocumentNodes] = field(default_factory=list)
@@ -147,10 +147,11 @@ def _embed_nodes(work: BatchWork) -> StageOutput:
     text_rows, pixel_rows = split_by_modality(nodes, embedder.image_mode)
     keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
     keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
-    known = {**work.known, **cached_vectors(work.store.table("embeddings"), keys)}
+    found = cached_vectors(work.store.table("embeddings"), keys)
+    known = ChainMap(found, work.known)  # what the embedders add lands in found, the batch's known stay as they are
     vectors = embed_rows(text_rows, embedder, known)
     vectors.update(embed_pixels(pixel_rows, embedder, known, work.raw.get))
-    return StageOutput(vectors=vectors, known=known, embedded=len(nodes))
+    return StageOutput(vectors=vectors, known=found, embedded=len(nodes))
 
 
 def _summarize(work: BatchWork) -> StageOutput:
@@ -161,8 +162,9 @@ def _embed_documents(work: BatchWork) -> StageOutput:
     embedder = _embedder(work)
     documents = [d.document for d in work.docs]
     keys = [cache_key(embedder.model_id, embed_text(r)) for r in documents]
-    known = {**work.known, **cached_vectors(work.store.table("embeddings"), keys)}
-    return StageOutput(vectors=embed_rows(documents, embedder, known), known=known, embedded=len(documents))
+    found = cached_vectors(work.store.table("embeddings"), keys)
+    vectors = embed_rows(documents, embedder, ChainMap(found, work.known))
+    return StageOutput(vectors=vectors, known=found, embedded=len(documents))
 
 
 def absorb(work: BatchWork, out: StageOutput) -> None:

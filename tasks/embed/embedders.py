@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -400,7 +400,8 @@ def cached_vectors(embeddings: Table, keys: list[str]) -> dict[str, np.ndarray]:
     return found
 
 
-def embed_rows(rows: list[dict], embedder: TextEmbedder, known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def embed_rows(rows: list[dict], embedder: TextEmbedder, known: MutableMapping[str, np.ndarray]
+               ) -> dict[str, np.ndarray]:
     """Give every row a ``vector`` from its ``laminae.schemas.search_text.embed_text``; texts whose key is in
     ``known`` are reused.
 
@@ -437,7 +438,7 @@ def pixel_key(model_id: str, image_key: str, bbox: list[float] | None = None) ->
     return cache_key(model_id, f"pixels:{image_key}:{bbox}")
 
 
-def embed_pixels(rows: list[tuple[dict, str, list[float] | None]], embedder, known: dict[str, np.ndarray],
+def embed_pixels(rows: list[tuple[dict, str, list[float] | None]], embedder, known: MutableMapping[str, np.ndarray],
                  load_bytes) -> dict[str, np.ndarray]:
     """Vectors of images and crops from their pixels: ``(row, image_key, bbox or None)`` each.
 
