@@ -47,7 +47,7 @@ def plan_pages(run: Run) -> Output:
         run.gone_errors = [e for e in errors if e["url"] in plan.gone]
         for e in run.gone_errors:
             e["severity"] = "warning"
-        errors = [e for e in errors if not any(e is g for g in run.gone_errors)]
+        errors = [e for e in errors if e["url"] not in plan.gone]
         run.changes.update({k: v for k, v in plan.changes.items() if k != "removed"})
     unique = {f["id"]: f for f in fetches}  # a URL in both keeps its last row, as two upserts would
     return Output(rows={"errors": errors}, upserts={"fetches": list(unique.values())})
