@@ -97,6 +97,24 @@ class MoveSpec:
                 return arg
         return None
 
+    def given(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The move's own ``arguments`` (not ``k``) under their names, an alias read as its
+        argument and None left out (it keeps the default); ``ReaderArgumentError`` naming those the
+        move does not read."""
+        out: dict[str, Any] = {}
+        foreign = []
+        for key, value in arguments.items():
+            arg = next((a for a in self.args if key == a.name or key in a.aliases), None)
+            if arg is None:
+                foreign.append(key)
+            elif value is not None:
+                out[arg.name] = value
+        if foreign:
+            verb = "does" if len(foreign) == 1 else "do"
+            raise ReaderArgumentError(f"{', '.join(sorted(foreign))} {verb} not apply to move {self.name!r}, which "
+                                      f"reads {', '.join(a.name for a in self.arguments)}")
+        return out
+
     def check(self, values: Mapping[str, Any]) -> None:
         """``ReaderArgumentError`` naming the first argument of ``values`` (by name; None or absent
         keeps the default) the move cannot take, and what it allows."""
@@ -205,10 +223,7 @@ def register(new: MoveSpec) -> None:
 
     def method(self: Any, query, k: int = K.default, **arguments: Any) -> list:
         values = {a.name: a.default for a in new.args if not a.required}
-        values.update(arguments, k=k)
-        unknown = sorted(set(values) - {a.name for a in new.arguments})
-        if unknown:
-            raise ReaderArgumentError(f"{', '.join(unknown)} not an argument of move {new.name!r}")
+        values.update(new.given(arguments), k=k)
         new.check(values)
         return function(self, query, **values)
 

@@ -43,18 +43,7 @@ class Move:
         spec = moves.spec(name)
         if "retrievers" not in spec.surfaces:
             raise ReaderArgumentError(f"move must be one of {', '.join(offered())}; got {name!r}")
-        given: dict[str, Any] = {}
-        foreign = []
-        for key, value in arguments.items():
-            arg = spec.arg(key)
-            if arg is None or arg is moves.K:
-                foreign.append(key)
-            elif value is not None:
-                given[arg.name] = value
-        if foreign:
-            verb = "does" if len(foreign) == 1 else "do"
-            raise ReaderArgumentError(f"{', '.join(sorted(foreign))} {verb} not apply to move {name!r}, which reads "
-                                      f"{', '.join(a.name for a in spec.arguments)}")
+        given = spec.given(arguments)
         k = moves.K.default if k is None else k
         spec.check({**given, "k": k})
         self.name, self.k = name, k

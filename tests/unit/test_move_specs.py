@@ -37,7 +37,8 @@ def _lead(index: laminae.Index, query: str, k: int, words: int, layer: int) -> l
 
 
 LEAD = moves.MoveSpec("lead", "Full-text search for the first words of the question.", "nodes", (
-    moves.Arg("words", int, 1, "how many of the question's first words are searched", low=1, high=3),
+    moves.Arg("words", int, 1, "how many of the question's first words are searched", low=1, high=3,
+              aliases=("first",)),
     moves.Arg("layer", int, 2, "the layer searched", choices=(1, 2)),
 ), function=_lead)
 
@@ -89,8 +90,12 @@ def test_a_move_with_one_spec_is_an_index_method_that_checks_its_arguments(path,
         index.lead(QUESTION, layer=0)
     with pytest.raises(laminae.ReaderArgumentError, match="k must be a whole number of at least 1"):
         index.lead(QUESTION, k=0)
-    with pytest.raises(laminae.ReaderArgumentError, match="scope not an argument of move 'lead'"):
+    with pytest.raises(laminae.ReaderArgumentError, match="scope does not apply to move 'lead', which reads k, "
+                       "words, layer"):
         index.lead(QUESTION, scope="local")
+    # an alias is read as its argument, and None keeps the default, as for the declared moves
+    assert [h.id for h in index.lead(QUESTION, k=3, first=2, layer=1)] == _expected(path, 2, 3, 1)
+    assert [h.id for h in index.lead(QUESTION, k=3, words=None, layer=1)] == _expected(path, 1, 3, 1)
 
 
 def test_a_move_with_one_spec_is_an_mcp_tool(path, lead):
