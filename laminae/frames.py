@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from laminae.errors import ReaderArgumentError
 from laminae.pinned_tables import PinnedTables
-from laminae.ranking import LAYER_NAMES
+from laminae.ranking import LAYER_NAMES, layer_number
 from laminae.schemas.tables import NODE_TABLES
 
 FRAME_BATCH = 65_536  # rows per batch a frame reads
@@ -55,10 +55,10 @@ def frame(tables: PinnedTables, layer: int | str = 1, vectors: bool = False, bat
 
 
 def _frame_layer(layer) -> int:
-    if not isinstance(layer, int | str) or isinstance(layer, bool) or layer not in LAYER_NAMES:
+    if not isinstance(layer, int | str) or isinstance(layer, bool) or layer not in (0, 1, 2, *LAYER_NAMES):
         raise ReaderArgumentError(
             f"frame() reads layer 0, 1, 2, documents, components, subcomponents or edges; got {layer!r}")
-    return {"documents": 0, "components": 1, "subcomponents": 2}[LAYER_NAMES[layer]]
+    return layer_number(layer)
 
 
 def _root_names(predicate) -> list[str]:

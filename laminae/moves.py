@@ -17,12 +17,11 @@ from numbers import Integral
 from typing import Any
 
 from laminae.errors import ReaderArgumentError
-from laminae.ranking import MODES
+from laminae.ranking import LAYER_NAMES, MODES
 from laminae.retrieval import PAGES, RANKINGS
 
 REQUIRED = object()  # the default of an argument a move cannot do without
 SURFACES = ("mcp", "terminal", "retrievers")  # where a move is offered beside its Index method
-LAYER_NAMES = ("documents", "components", "subcomponents")  # another name of layers 0, 1, 2
 
 
 @dataclass(frozen=True)

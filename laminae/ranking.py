@@ -23,8 +23,7 @@ from laminae.hits import Hit, top_hits
 from laminae.query import QueryEncoder, query_terms
 from laminae.vectors import rescored_rows, shortlist_groups, spans
 
-LAYER_NAMES = {0: "documents", 1: "components", 2: "subcomponents",
-               "documents": "documents", "components": "components", "subcomponents": "subcomponents"}
+LAYER_NAMES = ("documents", "components", "subcomponents")  # layers 0, 1 and 2 by name
 MODES = ("auto", "dense", "fts", "hybrid")
 RRF_K = 60
 FUSION_DEPTH = 100  # candidates each ranked list contributes to a fusion
@@ -48,18 +47,14 @@ class Sources:
         return self.view()
 
 
-def layer_number(layer) -> int:
-    """Layer 0, 1 or 2 of a layer given as a number or a name."""
-    if layer not in LAYER_NAMES:
-        raise ReaderArgumentError(f"layer must be 0, 1, 2 or documents/components/subcomponents; got {layer!r}")
-    return {"documents": 0, "components": 1, "subcomponents": 2}[LAYER_NAMES[layer]]
+def layer_number(layer: int | str) -> int:
+    """Layer 0, 1 or 2 of a layer given as a number or a name (``laminae.moves`` has checked it)."""
+    return LAYER_NAMES.index(layer) if isinstance(layer, str) else int(layer)
 
 
 def checked_mode(query, mode: str) -> str:
-    """``mode`` checked against the query: ``auto`` is ``dense`` for a vector, and a vector cannot
-    be searched ``fts`` or ``hybrid``."""
-    if mode not in MODES:
-        raise ReaderArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    """``mode`` (one of ``MODES``, as ``laminae.moves`` has checked) against the query: ``auto`` is
+    ``dense`` for a vector, and a vector cannot be searched ``fts`` or ``hybrid``."""
     if mode == "auto" and not isinstance(query, str):
         return "dense"
     if mode in ("fts", "hybrid") and not isinstance(query, str):
