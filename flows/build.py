@@ -10,6 +10,7 @@ when no server is set.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterator
@@ -49,15 +50,16 @@ def process_documents(batch: list[FetchResult], index: str, settings: BuildSetti
     return process_batch(batch, index, settings, run_id, seed_hosts, parsed)
 
 
-_TASKS: dict[tuple[str, Callable], Any] = {}
+@functools.cache
+def _as_task(name: str, fn: Callable[..., Any]) -> Any:
+    """``fn`` as the Prefect task ``name``, made once per process."""
+    return task(fn, name=name, cache_policy=NO_CACHE)
 
 
 def prefect_call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     """``Run.call`` under Prefect: ``fn`` as the task ``name``, its arguments quoted (Prefect would
     otherwise walk every row of a batch or run record looking for futures)."""
-    if (name, fn) not in _TASKS:
-        _TASKS[name, fn] = task(fn, name=name, cache_policy=NO_CACHE)
-    return _TASKS[name, fn](*(quote(a) for a in args))
+    return _as_task(name, fn)(*(quote(a) for a in args))
 
 
 def prefect_schedule(run: Run, batches: list[list[FetchResult]], seed_hosts: set[str]) -> Iterator[ProcessedBatch]:
