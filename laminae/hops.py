@@ -13,7 +13,7 @@ import numpy as np
 
 from laminae.errors import ReaderArgumentError, UnknownIdError
 from laminae.graph import Graph, group_max
-from laminae.hits import BeamResult, Hit, top_hits, with_similarity
+from laminae.hits import BeamResult, Hit, top_hits
 from laminae.ranking import (
     FUSION_DEPTH,
     Sources,
@@ -25,7 +25,7 @@ from laminae.ranking import (
     rows,
     rrf,
 )
-from laminae.retrieval import fused_components
+from laminae.retrieval import component_hits, fused_components
 from laminae.vectors import shortlist_groups
 
 
@@ -48,9 +48,9 @@ def documents(sources: Sources, query, k: int, granularity: int, scope: str, anc
         return top_hits(g, 0, found, fused, k)
     comp_rows = g.layers[1].rows_of_documents(candidates) if candidates is not None \
         else np.arange(len(g.layers[1].ids))
-    fused_rows, fused, _ = fused_components(sources, query, q, comp_rows, doc_ids, granularity)
+    fused = fused_components(sources, query, q, comp_rows, doc_ids, granularity)
     best: dict[int, float] = {}
-    for row, score in zip(g.layers[1].doc[fused_rows].tolist(), fused.tolist(), strict=True):
+    for row, score in zip(g.layers[1].doc[fused.rows].tolist(), fused.scores.tolist(), strict=True):
         best.setdefault(row, score)  # fused rows come best first
     rest: list[int] = []
     if len(best) < k:  # the dense scan of the fallback only when fused evidence runs short
@@ -110,8 +110,7 @@ def components(sources: Sources, query, documents: Sequence[str], k: int, granul
     g = sources.graph
     found = rows(g, 1, None, documents)
     if mode != "dense":
-        fused_rows, fused, similarity = fused_components(sources, query, None, found, documents, granularity)
-        return with_similarity(g, top_hits(g, 1, fused_rows, fused, k), found, similarity)
+        return component_hits(g, fused_components(sources, query, None, found, documents, granularity), found, k)
     q = sources.query.vector(query)
     if granularity == 1:
         return top_hits(g, 1, found, g.layers[1].vectors[found] @ q, k)

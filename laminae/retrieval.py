@@ -10,6 +10,7 @@ Writes nothing. The hybrid hops (``laminae.hops``) fuse the same way at granular
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -42,6 +43,15 @@ PAGES = ("auto", "one", "any")
 Evidence = tuple[list[np.ndarray], fusion.Evidence | None, np.ndarray]
 
 
+class Fused(NamedTuple):
+    """What ``fused_components`` returns."""
+
+    rows: np.ndarray  # component rows, best first
+    scores: np.ndarray  # their fused scores
+    similarity: np.ndarray  # the dense similarity of every row of the components ranked
+    probability: np.ndarray | None = None  # the learned fusion's probability of each of rows (None: rrf)
+
+
 def retrieve(sources: Sources, query, k: int, documents: Sequence[str] | None, kinds: Sequence[str] | None,
              ranking: str, pages: str = "auto") -> list[Hit]:
     """The best ``k`` components for ``query`` (``Index.retrieve`` says how they are ranked; it has
@@ -49,16 +59,31 @@ def retrieve(sources: Sources, query, k: int, documents: Sequence[str] | None, k
     graph = sources.graph
     found = rows(graph, 1, kinds, documents)
     found = np.arange(len(graph.layers[1].ids)) if found is None else found
-    fused_rows, fused, similarity = fused_components(sources, query, None, found, documents, granularity=2,
-                                                     learned=ranking == "learned", pages=pages)
-    return with_similarity(graph, top_hits(graph, 1, fused_rows, fused, k), found, similarity)
+    fused = fused_components(sources, query, None, found, documents, granularity=2, learned=ranking == "learned",
+                             pages=pages)
+    return component_hits(graph, fused, found, k)
+
+
+def component_hits(graph: Graph, fused: Fused, found: np.ndarray, k: int) -> list[Hit]:
+    """The best ``k`` of ``fused`` (over component rows ``found``) as hits, with
+    ``extra["similarity"]`` and, where the learned fusion scored them, ``extra["probability"]``:
+    the probability that the component is evidence, which is its score unless one component per
+    page came first (``fusion.one_per_page``)."""
+    hits = with_similarity(graph, top_hits(graph, 1, fused.rows, fused.scores, k), found, fused.similarity)
+    if fused.probability is not None:
+        position = graph.layers[1].position
+        by_row = dict(zip(fused.rows.tolist(), fused.probability.tolist(), strict=True))
+        for hit in hits:
+            hit.extra["probability"] = by_row[position[hit.id]]
+    return hits
 
 
 def fused_components(sources: Sources, query, q: np.ndarray | None, found: np.ndarray, documents, granularity: int,
-                     learned: bool = True, pages: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``retrieve``'s fusion over component rows ``found``: (fused rows best first, their fused
-    scores, the dense similarity of every row of ``found``). Granularity 2 scores a component by
-    its subcomponents (dense max, BM25 over layer 2); granularity 1 by its own vector and text.
+                     learned: bool = True, pages: str = "auto") -> Fused:
+    """``retrieve``'s fusion over component rows ``found``: the fused rows best first, their fused
+    scores, the dense similarity of every row of ``found`` and, where the learned fusion scored
+    them, their probability. Granularity 2 scores a component by its subcomponents (dense max,
+    BM25 over layer 2); granularity 1 by its own vector and text.
     ``q`` is the query's vector (None: embedded here, while the term-coverage lookups, sent
     first, run). A text ``query`` adds the full-text and term-coverage rankings; at granularity 2
     every component found by any ranking is then scored by the learned fusion
@@ -68,22 +93,23 @@ def fused_components(sources: Sources, query, q: np.ndarray | None, found: np.nd
     either ranking), always, never."""
     evidence = fusion_evidence(sources, query, q, found, documents, granularity)
     if evidence is None:
-        return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
+        return Fused(np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32))
     lists, ev, similarity = evidence
     spread = pages == "one" or (pages == "auto" and ev is not None and ev.procedural)
+    probability = None
     if ev is None or not learned:
         fused_rows, fused = rrf(lists)
         if not spread:
-            return fused_rows, fused, similarity
+            return Fused(fused_rows, fused, similarity)
         docs = sources.graph.layers[1].doc[fused_rows]
     else:
         fused_rows, docs = ev.rows, ev.docs
-        fused = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query),
-                              procedural=ev.procedural)
+        fused = probability = fusion.scores(fusion.features(ev), ev.kinds, question=fusion.is_question(query),
+                                            procedural=ev.procedural)
     if spread:
         fused = fusion.one_per_page(fused_rows, docs, fused)
     order = np.lexsort((fused_rows, -fused))
-    return fused_rows[order], fused[order], similarity
+    return Fused(fused_rows[order], fused[order], similarity, None if probability is None else probability[order])
 
 
 def fusion_evidence(sources: Sources, query, q: np.ndarray | None, found: np.ndarray, documents, granularity: int,

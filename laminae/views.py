@@ -32,14 +32,16 @@ def cut(text: str | None, max_chars: int) -> str | None:
 
 
 def hit_view(hit: Hit, max_chars: int = MAX_CHARS) -> dict[str, Any]:
-    """A search hit: id, score, layer, kind, its document (id, title, url) and its text, cut."""
+    """A search hit: id, score, layer, kind, its document (id, title, url), its text, cut, and
+    its dense similarity and learned probability where the move gave them."""
     view: dict[str, Any] = {
         "id": hit.id, "score": round(hit.score, 6), "layer": hit.layer, "kind": hit.kind,
         "document_id": hit.document_id, "title": hit.extra.get("title"), "url": hit.extra.get("url"),
         "text": cut(hit.text, max_chars),
     }
-    if "similarity" in hit.extra:
-        view["similarity"] = round(hit.extra["similarity"], 6)
+    for key in ("similarity", "probability"):
+        if key in hit.extra:
+            view[key] = round(hit.extra[key], 6)
     return view
 
 

@@ -97,8 +97,7 @@ def passages(index: Index, move: Move, hits: Sequence[Hit]) -> list[Passage]:
             "section_path": sections.get(parents.get(hit.id, hit.id), []) if hit.layer else [],
             "score": hit.score, "manifest_version": index.version, "move": move.name,
         }
-        if "similarity" in hit.extra:
-            metadata["similarity"] = hit.extra["similarity"]
+        metadata.update({key: hit.extra[key] for key in ("similarity", "probability") if key in hit.extra})
         if hit.layer == 2:
             metadata["parent_id"] = parents[hit.id]
         found = picture(node) if hit.kind in PICTURE_KINDS else None

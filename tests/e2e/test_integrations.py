@@ -87,7 +87,8 @@ def _check_metadata(index: laminae.Index, hits: list, metadata: list[dict], move
         assert meta["section_path"] == list(section or [])
         assert meta["score"] == pytest.approx(hit.score)
         assert meta["manifest_version"] == index.version and meta["move"] == move
-        assert meta.get("similarity") == (pytest.approx(hit.extra["similarity"]) if "similarity" in hit.extra else None)
+        for key in ("similarity", "probability"):
+            assert meta.get(key) == (pytest.approx(hit.extra[key]) if key in hit.extra else None)
     assert any(m["section_path"] for m in metadata) or all(h.layer == 0 for h in hits)
 
 

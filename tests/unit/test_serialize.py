@@ -230,12 +230,14 @@ def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthet
     hits = fixed.retrieve(text, k=6)
     assert lexical and [h.id for h in hits] == [str(comps.ids[r]) for r, _ in expected[:6]]
     assert np.allclose([h.score for h in hits], [s for _, s in expected[:6]], atol=1e-6)
+    assert [h.extra["probability"] for h in hits] == [h.score for h in hits]  # the score is the probability
     # the learned order is not reciprocal rank fusion's: margins and kinds count
     by_rrf = _by_score_then_id(comps, *rrf([np.array(x) for x in [*kind_lists, lexical_order, cover_order]]))
     assert [r for r, _ in by_rrf] != [r for r, _ in expected]
     plain = fixed.retrieve(text, k=6, ranking="rrf")  # reciprocal rank fusion stays available
     assert [h.id for h in plain] == [str(comps.ids[r]) for r, _ in by_rrf[:6]]
     assert np.allclose([h.score for h in plain], [s for _, s in by_rrf[:6]])
+    assert not any("probability" in h.extra for h in plain)
     with pytest.raises(laminae.index.ReaderArgumentError, match="ranking must be one of learned, rrf"):
         fixed.retrieve(text, ranking="best")
     # pages="one": each page's best component first, then the others in their own order
@@ -247,6 +249,13 @@ def test_retrieve_with_text_ranks_by_the_learned_fusion_of_every_ranking(synthet
     spread = fixed.retrieve(text, k=10, pages="one")
     assert [h.id for h in spread] == [str(comps.ids[r]) for r in (first + rest)[:10]]
     assert [h.score for h in spread] == sorted((h.score for h in spread), reverse=True)
+    # a page's later components get a score below every page's best, no longer a probability; the
+    # probability stays with the hit
+    spread = fixed.retrieve(text, k=len(first) + 5, pages="one")
+    assert np.allclose([h.extra["probability"] for h in spread], [learned[r] for r in (first + rest)[:len(spread)]],
+                       atol=1e-6)
+    assert [h.score for h in spread[:len(first)]] == [h.extra["probability"] for h in spread[:len(first)]]
+    assert all(h.score < h.extra["probability"] for h in spread[len(first):]) and len(spread) > len(first)
     assert [h.id for h in fixed.retrieve(text, k=6, pages="any")] == [h.id for h in hits]  # as "auto" here
     with pytest.raises(laminae.index.ReaderArgumentError, match="pages"):
         fixed.retrieve(text, pages="all")

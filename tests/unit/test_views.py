@@ -43,8 +43,12 @@ def test_row_takes_its_section_from_the_table_and_objects_their_crop():
     assert picture({"id": "c3", "kind": "paragraph"}) is None
 
 
-def test_hit_view_keeps_the_dense_similarity():
-    hit = Hit("c1", 0.0312345678, 1, "table", "d1", text="x" * 30, extra={"title": "T", "url": "u", "similarity": 0.5})
+def test_hit_view_keeps_the_dense_similarity_and_the_probability():
+    hit = Hit("c1", 0.0312345678, 1, "table", "d1", text="x" * 30,
+              extra={"title": "T", "url": "u", "similarity": 0.5, "probability": 0.87654321})
     view = hit_view(hit, max_chars=10)
     assert view == {"id": "c1", "score": 0.031235, "layer": 1, "kind": "table", "document_id": "d1", "title": "T",
-                    "url": "u", "text": "x" * 10 + " … [20 more characters]", "similarity": 0.5}
+                    "url": "u", "text": "x" * 10 + " … [20 more characters]", "similarity": 0.5,
+                    "probability": 0.876543}
+    del hit.extra["probability"]
+    assert "probability" not in hit_view(hit)
