@@ -90,8 +90,8 @@ def processed_batches(run: Run, batches: list[list[FetchResult]], seed_hosts: se
     with runner, resources(cfg.runner):
         pending: deque = deque()
         for batch in batches:
-            pending.append((batch, runner.submit(process, {
-                "batch": batch, "index": run.index, "settings": cfg, "run_id": run.run_id, "seed_hosts": seed_hosts})))
+            parameters = dict(zip(("index", "settings", "run_id", "seed_hosts"), args, strict=True), batch=batch)
+            pending.append((batch, runner.submit(process, parameters)))
             if len(pending) < window:
                 continue
             yield _collect(*pending.popleft(), bars)
