@@ -72,8 +72,10 @@ def processed_batches(run: Run, batches: list[list[FetchResult]], seed_hosts: se
     batch parsed (and its pictures fetched) on a thread while this one is detected, embedded and
     written; on Dask/Ray up to 2 × workers at a time.
 
-    Batches travel to Prefect tasks quoted: Prefect would otherwise walk every node row and vector
-    looking for futures, seconds per batch."""
+    On the local runners batches travel to Prefect tasks quoted: Prefect would otherwise walk every
+    node row and vector looking for futures, seconds per batch. A task runner's ``submit`` passes a
+    quoted parameter on as the quote itself (tried 2026-11-28), so the cluster runners get the
+    batch bare."""
     cfg, args = run.cfg, (run.index, run.cfg, run.run_id, seed_hosts)
     runner = make_task_runner(cfg.runner)
     if runner is None and cfg.runner.overlap:
@@ -89,9 +91,9 @@ def processed_batches(run: Run, batches: list[list[FetchResult]], seed_hosts: se
     window = 2 * cfg.runner.workers  # batches in flight: results wait on the cluster only this long
     with runner, resources(cfg.runner):
         pending: deque = deque()
+        named = dict(zip(("index", "settings", "run_id", "seed_hosts"), args, strict=True))
         for batch in batches:
-            parameters = dict(zip(("index", "settings", "run_id", "seed_hosts"), args, strict=True), batch=batch)
-            pending.append((batch, runner.submit(process, parameters)))
+            pending.append((batch, runner.submit(process, {**named, "batch": batch})))
             if len(pending) < window:
                 continue
             yield _collect(*pending.popleft(), bars)

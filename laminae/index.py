@@ -176,11 +176,11 @@ class Index:
         ``mode="auto"`` (the default): for a text query, components (layer 1) come from
         ``retrieve`` and the other layers from ``hybrid``; a vector query is searched ``dense``.
         """
-        moves.check("search", locals())
-        layer, mode = ranking.layer_number(layer), ranking.checked_mode(query, mode)
+        a = moves.check("search", locals())
+        layer, mode = ranking.layer_number(a["layer"]), ranking.checked_mode(query, a["mode"])
         if mode == "auto" and layer == 1:
-            return self.retrieve(query, k=k, kinds=kinds, documents=documents)
-        return ranking.search(self._sources, query, layer, k, kinds, documents, mode)
+            return self.retrieve(query, k=a["k"], kinds=a["kinds"], documents=a["documents"])
+        return ranking.search(self._sources, query, layer, a["k"], a["kinds"], a["documents"], mode)
 
     def retrieve(self, query, k: int = 10, documents: Sequence[str] | None = None,
                  kinds: Sequence[str] | None = None, ranking: str = "learned", pages: str = "auto") -> list[Hit]:
@@ -201,11 +201,12 @@ class Index:
         default) gives a question the gate sends to the how-to weights (a documentation site's
         how-to or concept question, which a page answers) each page's best component before any
         page's second (``fusion.one_per_page``): the others are scaled below the last page's
-        best, so their score is no longer a probability; ``"one"`` does so for every query,
-        ``"any"`` for none (every learned score a probability).
+        best, so their score is no longer a probability (``extra["probability"]`` keeps it, for
+        every hit the learned fusion scored); ``"one"`` does so for every query, ``"any"`` for
+        none (every learned score a probability).
         """
-        moves.check("retrieve", locals())
-        return retrieval.retrieve(self._sources, query, k, documents, kinds, ranking, pages)
+        a = moves.check("retrieve", locals())
+        return retrieval.retrieve(self._sources, query, a["k"], a["documents"], a["kinds"], a["ranking"], a["pages"])
 
     def _fusion_evidence(self, query, q: np.ndarray | None, rows: np.ndarray, documents, granularity: int,
                          signals: bool = False) -> retrieval.Evidence | None:
@@ -228,8 +229,9 @@ class Index:
         ``retrieve``'s fusion at that granularity (documents without any fused evidence follow,
         by dense score, with score 0).
         """
-        moves.check("documents", locals())
-        return hops.documents(self._sources, query, k, granularity, scope, anchors, mode, direction)
+        a = moves.check("documents", locals())
+        return hops.documents(self._sources, query, a["k"], a["granularity"], a["scope"], a["anchors"], a["mode"],
+                              a["direction"])
 
     def components(self, query, documents: Sequence[str], k: int = 10, granularity: int = 2,
                    mode: str = "auto") -> list[Hit]:
@@ -237,8 +239,8 @@ class Index:
         2, the default: max over its subcomponents) with ``mode="dense"``; ``hybrid`` (what
         ``auto`` means for a text query) is ``retrieve``'s fusion at that granularity, over these
         documents."""
-        moves.check("components", locals())
-        return hops.components(self._sources, query, documents, k, granularity, mode)
+        a = moves.check("components", locals())
+        return hops.components(self._sources, query, a["documents"], a["k"], a["granularity"], a["mode"])
 
     def hop(self, query, k: int = 10, anchors: Sequence[str] | None = None, start: int = 3, linked: int = 10,
             granularity: int = 2, direction: str = "both", mode: str = "auto") -> list[Hit]:
@@ -246,8 +248,9 @@ class Index:
         or, without them, from the best ``start`` documents for the query (``documents`` at this
         granularity), to the ``linked`` best documents linked to or from them (``direction``), then
         the best ``k`` components of all of those (``components`` at this granularity)."""
-        moves.check("hop", locals())
-        return hops.hop(self._sources, query, k, anchors, start, linked, granularity, direction, mode)
+        a = moves.check("hop", locals())
+        return hops.hop(self._sources, query, a["k"], a["anchors"], a["start"], a["linked"], a["granularity"],
+                        a["direction"], a["mode"])
 
     # -- LILaC ---------------------------------------------------------------------------------
     def component_query_max(self, queries: np.ndarray, rows: np.ndarray | None = None,

@@ -101,12 +101,18 @@ class MoveSpec:
         argument and None left out (it keeps the default); ``ReaderArgumentError`` naming those the
         move does not read."""
         out: dict[str, Any] = {}
+        named: dict[str, str] = {}
         foreign = []
         for key, value in arguments.items():
-            arg = next((a for a in self.args if key == a.name or key in a.aliases), None)
-            if arg is None:
+            arg = self.arg(key)
+            if arg is None or arg is K:
                 foreign.append(key)
-            elif value is not None:
+                continue
+            if arg.name in named:
+                raise ReaderArgumentError(f"{arg.name} of move {self.name!r} is given twice, as {named[arg.name]} and "
+                                          f"{key}")
+            named[arg.name] = key
+            if value is not None:
                 out[arg.name] = value
         if foreign:
             verb = "does" if len(foreign) == 1 else "do"
@@ -114,16 +120,20 @@ class MoveSpec:
                                       f"reads {', '.join(a.name for a in self.arguments)}")
         return out
 
-    def check(self, values: Mapping[str, Any]) -> None:
-        """``ReaderArgumentError`` naming the first argument of ``values`` (by name; None or absent
-        keeps the default) the move cannot take, and what it allows."""
+    def check(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``k`` and the move's arguments as the move runs them: the values of ``values`` (by name),
+        an argument None or absent taking its default; ``ReaderArgumentError`` naming the first one
+        the move cannot take, and what it allows."""
+        out = {}
         for arg in self.arguments:
             value = values.get(arg.name)
             if value is None and arg.required:
                 raise ReaderArgumentError(f"move {self.name!r} needs {arg.name}: {arg.description}")
             arg.check(value, self.name)
+            out[arg.name] = arg.default if value is None else value
         if self.rule is not None:
-            self.rule(values)
+            self.rule(out)
+        return out
 
 
 def _local_scope(values: Mapping[str, Any]) -> None:
@@ -193,9 +203,10 @@ MOVES: dict[str, MoveSpec] = {spec.name: spec for spec in (
 )}
 
 
-def check(name: str, values: Mapping[str, Any]) -> None:
-    """Check the arguments of move ``name`` (an ``Index`` method passes its ``locals()``)."""
-    MOVES[name].check(values)
+def check(name: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of move ``name`` checked, None taking the default (``MoveSpec.check``; an
+    ``Index`` method passes its ``locals()`` and runs what this returns)."""
+    return MOVES[name].check(values)
 
 
 def spec(name: str) -> MoveSpec:
@@ -221,10 +232,7 @@ def register(new: MoveSpec) -> None:
     function = new.function
 
     def method(self: Any, query, k: int = K.default, **arguments: Any) -> list:
-        values = {a.name: a.default for a in new.args if not a.required}
-        values.update(new.given(arguments), k=k)
-        new.check(values)
-        return function(self, query, **values)
+        return function(self, query, **new.check({**new.given(arguments), "k": k}))
 
     method.__name__ = method.__qualname__ = new.name
     method.__doc__ = new.description

@@ -48,7 +48,7 @@ class Fused(NamedTuple):
 
     rows: np.ndarray  # component rows, best first
     scores: np.ndarray  # their fused scores
-    similarity: np.ndarray  # the dense similarity of every row of the components ranked
+    similarity: np.ndarray  # the dense similarity of each component row the fusion was asked to rank (found)
     probability: np.ndarray | None = None  # the learned fusion's probability of each of rows (None: rrf)
 
 
@@ -67,8 +67,9 @@ def retrieve(sources: Sources, query, k: int, documents: Sequence[str] | None, k
 def component_hits(graph: Graph, fused: Fused, found: np.ndarray, k: int) -> list[Hit]:
     """The best ``k`` of ``fused`` (over component rows ``found``) as hits, with
     ``extra["similarity"]`` and, where the learned fusion scored them, ``extra["probability"]``:
-    the probability that the component is evidence, which is its score unless one component per
-    page came first (``fusion.one_per_page``)."""
+    the probability that the component is evidence (for a question the how-to weights serve: that
+    its page answers it), which is its score unless one component per page came first
+    (``fusion.one_per_page``)."""
     hits = with_similarity(graph, top_hits(graph, 1, fused.rows, fused.scores, k), found, fused.similarity)
     if fused.probability is not None:
         position = graph.layers[1].position

@@ -82,8 +82,9 @@ class Passage:
 def passages(index: Index, move: Move, hits: Sequence[Hit]) -> list[Passage]:
     """``hits`` in their order, each with ``metadata``: id, layer, kind, document_id, title, url,
     section_path (a subcomponent's is its parent's; [] for a document), score, manifest_version and
-    move; similarity where the move gives one, parent_id for a subcomponent; for a picture kind
-    has_image and image_mime (image components: image_url; keyframes: time_s, video_url)."""
+    move; similarity and probability where the move gives them, parent_id for a subcomponent; for a
+    picture kind has_image and image_mime (image components: image_url; keyframes: time_s,
+    video_url)."""
     parents = {h.id: index.parent(h.id) for h in hits if h.layer == 2}
     sections = _section_paths(index, {*(h.id for h in hits if h.layer == 1), *parents.values()})
     # Index.get reads every node table and the pictures: only for the hits that have one

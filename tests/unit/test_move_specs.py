@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from mcp import Client
@@ -175,3 +176,35 @@ def test_every_declared_move_is_on_the_surfaces_its_spec_names(path):
                 _cli(spec.name, "--help")
             assert shown.value.code == 0
     assert {s.name for s in moves.offered("mcp")} == {"search", "documents", "components", "hop"}
+
+
+def test_an_argument_given_as_none_keeps_its_declared_default(path):
+    opened = laminae.open(str(path))
+    vector = np.ones(16, np.float32) / 4.0  # the synthetic index has no query model: one fixed unit vector
+    index = laminae.Index(opened.root, opened.manifest, embed=lambda text: vector)
+    docs = [h.document_id for h in index.retrieve(QUESTION, k=3)]
+    calls = {  # every declared move, each of its arguments None
+        "search": ({"layer": None, "mode": None, "kinds": None, "documents": None}, {}),
+        "retrieve": ({"documents": None, "kinds": None, "ranking": None, "pages": None}, {}),
+        "documents": ({"granularity": None, "scope": None, "anchors": None, "mode": None, "direction": None}, {}),
+        "components": ({"granularity": None, "mode": None}, {"documents": docs}),
+        "hop": ({"anchors": None, "start": None, "linked": None, "granularity": None, "direction": None,
+                 "mode": None}, {}),
+    }
+    assert set(calls) == set(moves.MOVES)
+    for name, (nones, given) in calls.items():
+        assert set(nones) | set(given) == {a.name for a in moves.MOVES[name].args}
+        move = getattr(index, name)
+        expected = [(h.id, h.score) for h in move(QUESTION, **given)]
+        assert expected and [(h.id, h.score) for h in move(QUESTION, k=None, **nones, **given)] == expected, name
+    with pytest.raises(laminae.ReaderArgumentError, match="move 'components' needs documents"):
+        index.components(QUESTION, documents=None)
+
+
+def test_an_argument_given_by_its_name_and_an_alias_is_an_error(path, lead):
+    index = laminae.open(str(path))
+    with pytest.raises(laminae.ReaderArgumentError, match="documents of move 'components' is given twice, as "
+                       "documents and document_ids"):
+        moves.spec("components").given({"documents": ["a"], "document_ids": ["b"]})
+    with pytest.raises(laminae.ReaderArgumentError, match="words of move 'lead' is given twice"):
+        index.lead(QUESTION, words=1, first=2)
