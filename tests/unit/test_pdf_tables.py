@@ -224,3 +224,27 @@ def test_a_first_cell_wrapped_onto_a_closer_line_joins_its_row():
     [block] = _find(page)
     assert block.component.rows[1] == ["Northern Star of the Marsh", "3,400", "Deep"]
     assert len(block.component.rows) == 4 and len(block.row_bounds) == 4
+
+
+class _Swallowing:
+    """A page whose find_tables, like pymupdf's when the alarm lands inside one of its C functions
+    (a SystemError it catches and logs), swallows the interruption and returns None."""
+
+    def find_tables(self, **settings):
+        import time
+
+        deadline = time.perf_counter() + 2.0
+        while time.perf_counter() < deadline:
+            try:
+                time.sleep(0.01)
+            except BaseException:
+                return None
+        return None
+
+
+def test_a_find_tables_that_swallows_the_alarm_still_counts_the_page_as_timed_out(monkeypatch):
+    monkeypatch.setattr("laminae.tasks.parse.pdf.table_budget.in_worker", lambda: True)
+    budget = TableBudget(ParseConfig(pdf_table_timeout_s=0.1, pdf_tables_budget_s=10))
+    assert budget.find(_Swallowing(), 3, (0, 0, 100, 100)) == []
+    assert budget.timed_out == [3] and not budget.skipped
+    assert any(w.startswith("tables_timeout: pages 3:") for w in budget.warnings())

@@ -22,14 +22,17 @@ class _OverBudget(BaseException):  # not Exception: find_tables catches those an
 
 
 @contextmanager
-def _alarm(seconds: float):
-    """Raise ``_OverBudget`` in the block after ``seconds``: only in a worker process's main thread
-    (the flow's own process keeps its signals; there the deadline is the document's budget alone)."""
+def _alarm(seconds: float, rang: list[bool]):
+    """Raise ``_OverBudget`` in the block after ``seconds``, and set ``rang[0]``: only in a worker
+    process's main thread (the flow's own process keeps its signals; there the deadline is the
+    document's budget alone). The flag outlives the exception, which a C function of pymupdf's
+    that the alarm interrupts turns into a ``SystemError`` that ``find_tables`` catches and logs."""
     if not in_worker() or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def ring(signum, frame):
+        rang[0] = True
         raise _OverBudget
 
     previous = signal.signal(signal.SIGALRM, ring)
@@ -60,14 +63,20 @@ class TableBudget:
             return []
         limit = min(self.page_s, self.left)
         start = time.perf_counter()
+        rang = [False]
         try:
-            with _alarm(limit):
+            with _alarm(limit, rang):
                 finder = page.find_tables(clip=pymupdf.Rect(area), use_layout=False, **settings)
         except _OverBudget:
-            (self.timed_out if limit == self.page_s else self.skipped).append(number)
-            return []
+            pass
+        except Exception:
+            if not rang[0]:
+                raise
         finally:
             self.left -= time.perf_counter() - start
+        if rang[0]:
+            (self.timed_out if limit == self.page_s else self.skipped).append(number)
+            return []
         return finder.tables if finder is not None else []  # None: find_tables failed (and logged it)
 
     def warnings(self) -> list[str]:
