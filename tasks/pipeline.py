@@ -93,8 +93,9 @@ class StageOutput:
     """What one stage made of its batch, for ``absorb`` to add to it: parsed ``docs`` (parse only),
     subcomponent ``rows`` and their ``edges`` (each joins its document, which is serialized again),
     ``errors`` rows, ``fetches`` of pictures and videos, new ``vectors`` and ``known`` ones (found
-    in the embedding cache, and the new ones again, as the embedders add them) by cache key, and how many node rows it gave a vector (``embedded``).
-    Node rows a stage completes in place (an image's key, a document's summary) are not in it."""
+    in the embedding cache, and the new ones again, as the embedders add them) by cache key, and
+    how many node rows it gave a vector (``embedded``). Node rows a stage completes in place (an
+    image's key, a document's summary) are not in it."""
 
     docs: list[DocumentNodes] = field(default_factory=list)
     rows: list[dict] = field(default_factory=list)
@@ -148,7 +149,8 @@ def _embed_nodes(work: BatchWork) -> StageOutput:
     keys = [cache_key(embedder.model_id, embed_text(r)) for r in text_rows]
     keys += [pixel_key(embedder.model_id, image_key, bbox) for _, image_key, bbox in pixel_rows]
     found = cached_vectors(work.store.table("embeddings"), keys)
-    known = ChainMap(found, work.known)  # what the embedders add lands in found, the batch's known stay as they are
+    # what the embedders add lands in found; the batch's known stay as they are
+    known = ChainMap(found, work.known)
     vectors = embed_rows(text_rows, embedder, known)
     vectors.update(embed_pixels(pixel_rows, embedder, known, work.raw.get))
     return StageOutput(vectors=vectors, known=found, embedded=len(nodes))

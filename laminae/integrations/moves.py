@@ -44,9 +44,7 @@ class Move:
         if "retrievers" not in spec.surfaces:
             raise ReaderArgumentError(f"move must be one of {', '.join(offered())}; got {name!r}")
         given = spec.given(arguments)
-        k = moves.K.default if k is None else k
-        spec.check({**given, "k": k})
-        self.name, self.k = name, k
+        self.name, self.k = name, spec.check({**given, "k": k})["k"]
         self.arguments = {key: tuple(value) if spec.arg(key).type is list else value for key, value in given.items()}
 
     def __getattr__(self, name: str) -> Any:
